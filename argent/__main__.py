@@ -1,0 +1,3 @@
+from argent.cli import main
+
+raise SystemExit(main())

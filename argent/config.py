@@ -1,0 +1,419 @@
+"""Typed configuration: variants, model sizes, optimisation, data.
+
+Everything a run depends on is one ``ExperimentConfig``, built from the workflow's YAML config
+(``config/config.yaml`` & co.) plus the variant catalogue (``config/variants.yaml``). Unknown or
+mistyped keys fail with the key's full path and the allowed values; nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+PAIR_TYPES = ("text_image", "phrase_crop", "crop_image", "phrase_text")
+"""Entailment pairs, named parent_child: caption ⊒ image, phrase ⊒ crop (inter-modality);
+crop ⊒ image, phrase ⊒ caption (intra-modality: a box is more general than its whole)."""
+INTRA_PAIRS = ("crop_image", "phrase_text")
+
+
+class ConfigError(ValueError):
+    """A config value is missing, unknown or of the wrong type; the message names its key path."""
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CementConfig:
+    """Concreteness-calibrated margin on hard negatives (argent's documented stand-in)."""
+
+    enabled: bool = False
+    margin_mode: Literal["logit", "hinge"] = "logit"
+    margin_max: float = 0.1
+    margin_direction: Literal["increasing", "decreasing"] = "increasing"
+    hinge_weight: float = 0.2
+
+
+@dataclass
+class VariantConfig:
+    """A model family or ablation, as data. The training code never branches on its name."""
+
+    description: str = ""
+    geometry: Literal["euclidean", "lorentz"] = "lorentz"
+    use_boxes: bool = False  # crops & phrases: HyCoCLIP's 4-term contrastive + box pairs
+    entailment: Literal["none", "cone", "adaptive"] = "none"
+    entailment_pairs: list[str] = field(default_factory=lambda: ["text_image"])
+    entailment_weight: float = 0.2  # λ (MERU, HyCoCLIP) or γ₁ (ARGENT)
+    pair_reduction: Literal["sum", "half_sum", "mean"] = "sum"
+    cone_k: float = 0.1
+    cone_eta: dict[str, float] = field(default_factory=dict)  # per pair type; missing -> 1.0
+    adaptive_weight: Literal["none", "any", "intra"] = "intra"
+    huber_beta: float = 1.0
+    huber_form: Literal["smooth_l1", "huber"] = "smooth_l1"
+    detach_h: bool = True
+    h_tau: float = 1.0
+    angle_norm: Literal["none", "pi"] = "none"
+    norm_reg_weight: float = 0.0  # γ₂; 0 disables the term
+    hard_negatives: Literal["none", "concrete", "abstract", "random"] = "none"
+    cement: CementConfig = field(default_factory=CementConfig)
+
+    def __post_init__(self) -> None:
+        for pair in self.entailment_pairs:
+            if pair not in PAIR_TYPES:
+                raise ConfigError(f"entailment_pairs: unknown pair {pair!r}; allowed: {PAIR_TYPES}")
+            if pair != "text_image" and not self.use_boxes:
+                raise ConfigError(f"entailment_pairs: {pair!r} needs use_boxes: true")
+        for pair in self.cone_eta:
+            if pair not in PAIR_TYPES:
+                raise ConfigError(f"cone_eta: unknown pair {pair!r}; allowed: {PAIR_TYPES}")
+        if self.geometry == "euclidean" and (self.entailment != "none" or self.norm_reg_weight):
+            raise ConfigError("geometry: euclidean variants take no entailment or norm regulariser")
+        if self.huber_beta <= 0:
+            raise ConfigError("huber_beta: must be > 0")
+
+
+@dataclass
+class ModelConfig:
+    """Dual encoder dimensions. Named presets live in ``MODEL_SIZES``; any field can be overridden."""
+
+    image_size: int = 224
+    patch_size: int = 16
+    vision_width: int = 384
+    vision_layers: int = 12
+    vision_heads: int = 12
+    vision_mlp_ratio: float = 4.0
+    text_width: int = 512
+    text_layers: int = 12
+    text_heads: int = 8
+    context_length: int = 77
+    vocab_size: int = 49408
+    embed_dim: int = 512
+    curv_init: float = 1.0
+    learn_curv: bool = True
+    logit_scale_init: float = 1.0 / 0.07
+    logit_scale_max: float = 100.0
+
+
+MODEL_SIZES: dict[str, dict[str, Any]] = {
+    # CPU-sized: minutes on a laptop for the embedded benchmark.
+    "tiny": dict(image_size=64, patch_size=8, vision_width=128, vision_layers=4, vision_heads=4,
+                 text_width=128, text_layers=4, text_heads=4, context_length=32, embed_dim=128),
+    # The paper's ViT-S/B/L at 224 px, patch 16, with the L12_W512 text encoder.
+    "S": dict(vision_width=384, vision_layers=12, vision_heads=12),
+    "B": dict(vision_width=768, vision_layers=12, vision_heads=12),
+    "L": dict(vision_width=1024, vision_layers=24, vision_heads=16),
+}
+
+
+@dataclass
+class OptimConfig:
+    """AdamW + linear warm-up + half-cosine, the MERU/HyCoCLIP recipe."""
+
+    lr: float = 5e-4
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.2
+    # MERU/HyCoCLIP pass 0.0 through `x or weight_decay`, so their LayerNorm gains and biases are
+    # decayed with 0.2. 0.2 here reproduces the published runs; 0.0 is the documented fix.
+    norm_bias_decay: float = 0.2
+    warmup_steps: int = 4000
+    grad_clip: float = 0.0  # 0 = none (the recipe)
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 768
+    steps: int = 500_000
+    device: str = "cpu"
+    precision: Literal["fp32", "bf16"] = "fp32"
+    deterministic: bool = False
+    num_workers: int = 0
+    log_every: int = 50
+    diagnostics_every: int = 50
+    checkpoint_every: int = 1000
+    nan_policy: Literal["stop", "skip"] = "stop"
+    max_skipped_steps: int = 10
+    shuffle_buffer: int = 4000
+
+
+@dataclass
+class DataConfig:
+    """Training data: grounded (GRIT-style) or plain image–caption webdataset shards."""
+
+    train_shards: str = ""  # a glob or brace pattern of .tar files
+    format: Literal["grounded", "plain"] = "grounded"
+    min_box_area: int = 1024
+    bad_data: Literal["skip", "strict"] = "skip"
+    augment: bool = True
+    negatives: str = ""  # parquet of mined hard negatives (``argent mine``), if any
+    dataset_hash: str = ""
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    uri: str = ""  # "" -> sqlite under the results folder
+    experiment: str = "argent"
+
+
+@dataclass
+class ExperimentConfig:
+    variant_name: str
+    size: str
+    seed: int
+    variant: VariantConfig
+    model: ModelConfig
+    optim: OptimConfig
+    train: TrainConfig
+    data: DataConfig
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def result_hash(self) -> str:
+        """Hash of everything that changes the result (not logging, checkpointing or tracking)."""
+        d = self.to_dict()
+        for key in ("log_every", "diagnostics_every", "checkpoint_every", "num_workers"):
+            d["train"].pop(key)
+        d.pop("tracking")
+        d["variant"].pop("description")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# Strict dict -> dataclass conversion
+# --------------------------------------------------------------------------------------------
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {type(value).__name__}")
+        return from_dict(tp, value, path)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{path}: {value!r} is not allowed; allowed: {list(args)}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        errors = []
+        for arm in args:
+            try:
+                return _convert(value, arm, path)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(f"{path}: {value!r} matches none of {args}")
+    if origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path}: expected a list, got {value!r}")
+        return [_convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or len(value) != len(args):
+            raise ConfigError(f"{path}: expected {len(args)} values, got {value!r}")
+        return tuple(_convert(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {value!r}")
+        return {str(k): _convert(v, args[1], f"{path}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{path}: expected a finite number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: expected a string, got {value!r}")
+        return value
+    if tp is Any:
+        return value
+    raise ConfigError(f"{path}: unsupported type {tp}")
+
+
+def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
+    """Build dataclass ``cls`` from ``data``; unknown keys and wrong types raise ``ConfigError``."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        where = path or cls.__name__
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {names}")
+    kwargs = {k: _convert(v, hints[k], f"{path}.{k}" if path else k) for k, v in data.items()}
+    try:
+        return cls(**kwargs)
+    except TypeError as err:  # a required field is missing
+        raise ConfigError(f"{path or cls.__name__}: {err}") from None
+    except ConfigError as err:
+        raise ConfigError(f"{path}.{err}" if path else str(err)) from None
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Recursive dict merge; ``override`` wins; neither input is modified."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """``a.b.c=value`` (value parsed as YAML) -> nested dict."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r}: expected key.path=value")
+    key, raw = text.split("=", 1)
+    value = yaml.safe_load(raw)
+    out: dict[str, Any] = {}
+    node = out
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+SIZE_RE = re.compile(r"^[A-Za-z0-9]+$")
+"""Names that become path components (variants, benchmarks, studies): no '/', nothing that
+escapes ``results/``. Sizes have no '-' so that the run folder ``<variant>-<size>`` splits."""
+
+
+def check_name(name: str, what: str) -> str:
+    pattern = SIZE_RE if what.endswith("size") else NAME_RE
+    if not isinstance(name, str) or not pattern.match(name) or ".." in name:
+        raise ConfigError(f"{what}: {name!r} is not a valid name (letters, digits, _ . + -; no '/' or '..')")
+    return name
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return data
+
+
+def load_variants(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The variant catalogue: name -> raw dict. An entry may ``extends:`` another one."""
+    raw = load_yaml(path)
+    resolved: dict[str, dict[str, Any]] = {}
+
+    def resolve(name: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:
+        if name in resolved:
+            return resolved[name]
+        if name not in raw:
+            raise ConfigError(f"{path}: variant {name!r} not found; known: {sorted(raw)}")
+        if name in chain:
+            raise ConfigError(f"{path}: cyclic 'extends' through {chain + (name,)}")
+        entry = dict(raw[name] or {})
+        parent = entry.pop("extends", None)
+        base = resolve(parent, chain + (name,)) if parent else {}
+        resolved[name] = deep_merge(base, entry)
+        return resolved[name]
+
+    for name in raw:
+        check_name(name, f"{path}: variant")
+        resolve(name)
+    return resolved
+
+
+def variant_from(catalogue: dict[str, dict[str, Any]], name: str, overrides: dict | None = None) -> VariantConfig:
+    if name not in catalogue:
+        raise ConfigError(f"variant {name!r} not in the catalogue; known: {sorted(catalogue)}")
+    return from_dict(VariantConfig, deep_merge(catalogue[name], overrides or {}), f"variants.{name}")
+
+
+def model_from(size: str, overrides: dict[str, Any] | None = None) -> ModelConfig:
+    if size not in MODEL_SIZES:
+        raise ConfigError(f"size: {size!r} unknown; known: {sorted(MODEL_SIZES)}")
+    return from_dict(ModelConfig, deep_merge(MODEL_SIZES[size], overrides or {}), f"model.{size}")
+
+
+def load_experiment(
+    config_path: str | Path,
+    variant: str,
+    size: str,
+    seed: int,
+    overrides: list[str] | tuple[str, ...] = (),
+    variant_overrides: dict[str, Any] | None = None,
+) -> ExperimentConfig:
+    """Resolve one run's config from the workflow config file.
+
+    Sections read: ``variants_file`` (path, relative to the config's folder's parent, i.e. the
+    project root), ``variant_overrides.<name>``, ``model.<size>``, ``optim``, ``train``,
+    ``train_by_size.<size>``, ``data``, ``tracking``. ``overrides`` are ``key.path=value`` strings
+    applied last (e.g. ``train.steps=10``, ``variant.huber_beta=0.5``).
+    """
+    config_path = Path(config_path)
+    cfg = load_yaml(config_path)
+    for text in overrides:
+        cfg = deep_merge(cfg, parse_override(text))
+    return experiment_from_dict(cfg, variant, size, seed, base_dir=config_path.parent.parent, variant_overrides=variant_overrides)
+
+
+def experiment_from_dict(
+    cfg: dict[str, Any],
+    variant: str,
+    size: str,
+    seed: int,
+    base_dir: Path = Path("."),
+    variant_overrides: dict[str, Any] | None = None,
+) -> ExperimentConfig:
+    check_name(variant, "variant")
+    check_name(size, "size")
+    variants_file = Path(cfg.get("variants_file", "config/variants.yaml"))
+    if not variants_file.is_absolute():
+        variants_file = base_dir / variants_file
+    catalogue = load_variants(variants_file)
+    v_over = deep_merge((cfg.get("variant_overrides") or {}).get(variant, {}), cfg.get("variant", {}) or {})
+    v_over = deep_merge(v_over, variant_overrides or {})
+    train = deep_merge(cfg.get("train", {}) or {}, (cfg.get("train_by_size") or {}).get(size, {}) or {})
+    return ExperimentConfig(
+        variant_name=variant,
+        size=size,
+        seed=seed,
+        variant=variant_from(catalogue, variant, v_over),
+        model=model_from(size, (cfg.get("model") or {}).get(size)),
+        optim=from_dict(OptimConfig, cfg.get("optim", {}) or {}, "optim"),
+        train=from_dict(TrainConfig, train, "train"),
+        data=from_dict(DataConfig, cfg.get("data", {}) or {}, "data"),
+        tracking=from_dict(TrackingConfig, cfg.get("tracking", {}) or {}, "tracking"),
+    )
+
+
+def experiment_from_resolved(data: dict[str, Any]) -> ExperimentConfig:
+    """Rebuild an ``ExperimentConfig`` from a run folder's ``config.yaml`` (``to_dict`` output)."""
+    return from_dict(ExperimentConfig, data, "")

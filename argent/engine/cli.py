@@ -1,0 +1,48 @@
+"""`argent train`: one (variant, size, seed) run into one folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from argent.config import ConfigError, load_experiment
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="argent train", description=__doc__)
+    p.add_argument("--config", type=Path, required=True, help="workflow config (e.g. config/config.yaml)")
+    p.add_argument("--variant", required=True, help="variant name from the catalogue (config/variants.yaml)")
+    p.add_argument("--size", required=True, help="model size preset: tiny, S, B, L")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, required=True, help="run folder")
+    p.add_argument("--resume", nargs="?", const="strict", default="no", choices=["no", "strict", "auto"],
+                   help="continue from the run folder's checkpoint (strict: refuse a different config; "
+                        "auto: start fresh when the config changed)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set train.steps=100 (repeatable)")
+    p.add_argument("--variant-file", type=Path, default=None,
+                   help="YAML of variant fields applied on top of the variant (e.g. a tuned best.yaml)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from argent.engine.trainer import ResumeMismatch, TrainingDiverged, configure_logging, train
+
+    configure_logging()
+    try:
+        extra = None
+        if args.variant_file:
+            extra = (yaml.safe_load(args.variant_file.read_text()) or {}).get("variant", {})
+        cfg = load_experiment(args.config, args.variant, args.size, args.seed, args.overrides, extra)
+        summary = train(cfg, args.out, resume=args.resume)
+    except (ConfigError, ResumeMismatch, TrainingDiverged, FileNotFoundError, ValueError) as err:
+        print(f"argent train: {err}", file=sys.stderr)
+        return 1
+    if summary:
+        print(json.dumps(summary, indent=2))
+    return 0

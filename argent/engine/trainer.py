@@ -1,0 +1,354 @@
+"""The training loop: one (variant, size, seed) run into one folder.
+
+The run folder is the truth: ``config.yaml`` (fully resolved), ``metrics.jsonl`` (every logged
+number), ``checkpoint.pt`` (model, optimiser, scheduler, step, RNG states, config hash; atomic),
+``summary.json`` (written last: its presence means the run finished).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+import yaml
+
+from argent.config import ExperimentConfig
+from argent.engine import distributed as dist_utils
+from argent.engine.checkpoint import (
+    CHECKPOINT,
+    atomic_torch_save,
+    atomic_write_text,
+    load_checkpoint,
+    rng_state,
+    set_rng_state,
+)
+from argent.engine.optim import build_optimizer, build_scheduler
+from argent.engine.progress import Progress
+from argent.engine.tracking import Tracker, default_uri, read_metrics, run_tags
+from argent.losses import Objective
+from argent.losses.objective import diagnostics as loss_diagnostics
+from argent.models import DualEncoder, build_model
+
+log = logging.getLogger("argent.train")
+
+PERF_PREFIX = "perf/"  # wall-clock numbers: logged, but not part of the reproducible record
+
+
+class TrainingDiverged(RuntimeError):
+    """A loss term became NaN/inf; the message names the step, the term and the last good checkpoint."""
+
+
+class ResumeMismatch(RuntimeError):
+    """``--resume`` was asked for a checkpoint made under a config that changes the result."""
+
+
+@dataclass
+class RunFiles:
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.jsonl"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / CHECKPOINT
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+
+# ---- batches -------------------------------------------------------------------------------
+
+EMBED_KEYS = {"image": "image", "crop": "image", "text": "text", "phrase": "text", "hard_text": "text"}
+
+
+def encode_batch(model: DualEncoder, batch: dict[str, Any], use_boxes: bool) -> dict[str, torch.Tensor]:
+    """Lifted embeddings of every item type present in the batch, one tower call per modality."""
+    images = [k for k in ("image", "crop") if k in batch and (k == "image" or use_boxes)]
+    texts = [k for k in ("text", "phrase", "hard_text") if k in batch and (k != "phrase" or use_boxes)]
+    out: dict[str, torch.Tensor] = {}
+    if images:
+        feats = model.encode_image(torch.cat([batch[k] for k in images]))
+        out.update(zip(images, feats.chunk(len(images))))
+    if texts:
+        feats = model.encode_text(torch.cat([batch[k] for k in texts]))
+        out.update(zip(texts, feats.chunk(len(texts))))
+    return out
+
+
+class BatchEncoder(torch.nn.Module):
+    """batch -> (embeddings, c, s). Under DDP every parameter must be used inside the wrapped
+    forward (that is where DDP hooks its gradient reduction), so the scalars are read here too."""
+
+    def __init__(self, model: DualEncoder, use_boxes: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.use_boxes = use_boxes
+
+    def forward(self, batch: dict[str, Any]) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        return encode_batch(self.model, batch, self.use_boxes), self.model.curv(), self.model.logit_scale()
+
+
+def to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
+
+
+def hard_negatives(emb: dict[str, torch.Tensor], batch: dict[str, Any]) -> dict[str, torch.Tensor] | None:
+    if "hard_text" not in emb:
+        return None
+    return {"text": emb.pop("hard_text"), "concreteness": batch["hard_concreteness"], "mask": batch["has_hard"]}
+
+
+# ---- the loop ------------------------------------------------------------------------------
+
+
+def _first_bad_term(total: torch.Tensor, terms: dict[str, torch.Tensor]) -> str | None:
+    for name, value in terms.items():
+        if not torch.isfinite(value).all():
+            return name
+    return None if torch.isfinite(total).all() else "total"
+
+
+def _truncate_metrics(path: Path, last_step: int) -> None:
+    """Drop records written after the checkpoint we resume from (they will be recomputed)."""
+    rows = [r for r in read_metrics(path) if r["step"] <= last_step]
+    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _autocast(cfg: ExperimentConfig, device: torch.device) -> contextlib.AbstractContextManager:
+    if cfg.train.precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train(
+    cfg: ExperimentConfig,
+    out_dir: str | Path,
+    resume: str = "no",
+    batches: Callable[[int], Iterator[dict[str, Any]]] | None = None,
+    batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Train one run. ``resume``: "no" (start fresh), "strict" (continue from the checkpoint; refuse one
+    made under a different config), "auto" (continue when compatible, else start fresh; for the
+    workflow, where a changed config must retrain). ``batches(start_batch)`` overrides the configured loader (tests, benchmarks);
+    ``batch_hook(step, batch)`` may alter a batch (fault injection in tests)."""
+    files = RunFiles(Path(out_dir))
+    ctx = dist_utils.setup(cfg.train.device)
+    device, is_main = ctx.device, ctx.rank == 0
+    if cfg.train.deterministic:
+        torch.use_deterministic_algorithms(True)
+    config_hash = cfg.result_hash()
+    cfg_dict = cfg.to_dict()
+
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model, cfg.variant.geometry).to(device)
+    optimizer = build_optimizer(model, cfg.optim)
+    scheduler = build_scheduler(optimizer, cfg.optim, cfg.train.steps)
+    objective = Objective(cfg.variant)
+    step, skipped = 0, 0
+
+    state = load_checkpoint(files.checkpoint, device) if resume != "no" and files.checkpoint.exists() else None
+    if state is not None and resume == "auto" and state["config_hash"] != config_hash:
+        log.info("%s: checkpoint config differs from the current config; training from scratch", files.checkpoint)
+        state = None
+    if state is not None:
+        if state["config_hash"] != config_hash:
+            raise ResumeMismatch(
+                f"{files.checkpoint}: made with config hash {state['config_hash']}, the config now hashes to "
+                f"{config_hash}; a setting that changes the result differs. Diff {files.config} against your "
+                f"config, or train into a new folder."
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        step, skipped = int(state["step"]), int(state.get("skipped", 0))
+        set_rng_state(state["rng"])
+        if is_main:
+            _truncate_metrics(files.metrics, step)
+            log.info("resumed %s at step %d", files.root, step)
+    elif is_main:
+        files.root.mkdir(parents=True, exist_ok=True)
+        files.metrics.unlink(missing_ok=True)
+        files.summary.unlink(missing_ok=True)
+    if is_main:
+        atomic_write_text(files.config, yaml.safe_dump(cfg_dict, sort_keys=False))
+
+    encoder = ctx.wrap(BatchEncoder(model, cfg.variant.use_boxes))
+    per_rank = cfg.train.batch_size // ctx.world_size
+    if per_rank * ctx.world_size != cfg.train.batch_size:
+        raise ValueError(f"train.batch_size {cfg.train.batch_size} is not divisible by the world size {ctx.world_size}")
+    stream = batches(step) if batches else _loader(cfg, per_rank, ctx, start_batch=step)
+
+    tracker = Tracker(cfg.tracking.uri or default_uri(files.root.parents[2] if len(files.root.parents) > 2 else files.root),
+                      cfg.tracking.experiment, f"{cfg.variant_name}-{cfg.size}-seed{cfg.seed}",
+                      run_tags(cfg_dict, files.root, config_hash),
+                      enabled=cfg.tracking.enabled and is_main)
+    if is_main:
+        tracker.log_params(cfg_dict)
+    synced = len(read_metrics(files.metrics)) if is_main else 0
+
+    def save(at_step: int) -> None:
+        nonlocal synced
+        if not is_main:
+            return
+        atomic_torch_save({
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "step": at_step, "skipped": skipped, "rng": rng_state(), "config_hash": config_hash,
+        }, files.checkpoint)
+        rows = read_metrics(files.metrics)
+        tracker.log_metrics(rows[synced:])
+        synced = len(rows)
+
+    progress = Progress(cfg.train.steps, step, enabled=is_main)
+    model.train()
+    t_last, n_last = time.perf_counter(), 0
+    metrics_file = files.metrics.open("a") if is_main else None
+    try:
+        while step < cfg.train.steps:
+            batch = next(stream)
+            if batch_hook:
+                batch = batch_hook(step, batch)
+            batch = to_device(batch, device)
+            with _autocast(cfg, device):
+                emb, curv, scale = encoder(batch)
+            hard = hard_negatives(emb, batch)
+            out = objective(emb, curv=curv, logit_scale=scale, geometry=cfg.variant.geometry, hard=hard)
+            bad = _first_bad_term(out.total, out.terms)
+            if bad is not None:
+                if cfg.train.nan_policy == "skip" and skipped < cfg.train.max_skipped_steps:
+                    skipped += 1
+                    optimizer.zero_grad(set_to_none=True)
+                    log.warning("step %d: loss term %r is not finite; step skipped (%d so far)", step, bad, skipped)
+                    step += 1
+                    scheduler.step()
+                    continue
+                last = f"{files.checkpoint} (step {_checkpoint_step(files.checkpoint)})" if files.checkpoint.exists() \
+                    else "none (no checkpoint was written yet)"
+                raise TrainingDiverged(
+                    f"step {step}: loss term {bad!r} is {out.terms.get(bad, out.total).detach().float().cpu().tolist()}; "
+                    f"stopped with nothing written for this step. Last good checkpoint: {last}. "
+                    f"Lower optim.lr, check the data, or set train.nan_policy: skip."
+                )
+            optimizer.zero_grad(set_to_none=True)
+            out.total.backward()
+            if cfg.optim.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            n_last += cfg.train.batch_size
+
+            if is_main and (step % cfg.train.log_every == 0 or step == cfg.train.steps):
+                record = {"step": step, "lr": scheduler.get_last_lr()[0], "loss": out.total.item()}
+                record.update({f"loss/{k}": v.item() for k, v in out.terms.items()})
+                record.update(model.scalars())
+                record["skipped_steps"] = skipped
+                if step % cfg.train.diagnostics_every == 0 or step == cfg.train.steps:
+                    with torch.no_grad():
+                        record.update({f"diag/{k}": v for k, v in
+                                       loss_diagnostics(emb, curv.detach(), cfg.variant).items()})
+                        record.update({f"diag/{k}": v for k, v in out.diagnostics.items()})
+                now = time.perf_counter()
+                record[PERF_PREFIX + "samples_per_s"] = n_last / max(now - t_last, 1e-9)
+                t_last, n_last = now, 0
+                metrics_file.write(json.dumps(record) + "\n")
+                metrics_file.flush()
+                progress.update(step, record)
+            else:
+                progress.advance(step)
+            if step % cfg.train.checkpoint_every == 0 and step < cfg.train.steps:
+                save(step)
+        save(step)
+        if is_main:
+            metrics_file.close()
+            metrics_file = None
+            summary = _summary(cfg, files, step, skipped, config_hash)
+            _plot_curves(files)
+            atomic_write_text(files.summary, json.dumps(summary, indent=2))
+            for name in ("config.yaml", "summary.json", "curves.png"):
+                tracker.log_artifact(files.root / name)
+            tracker.finish()
+            return summary
+        return {}
+    except BaseException:
+        if is_main:
+            tracker.finish("FAILED")
+        raise
+    finally:
+        if metrics_file:
+            metrics_file.close()
+        progress.close()
+        ctx.cleanup()
+
+
+def _checkpoint_step(path: Path) -> int:
+    return int(load_checkpoint(path)["step"])
+
+
+def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, start_batch: int) -> Iterator[dict]:
+    from argent.data.loaders import train_loader
+
+    if not cfg.data.train_shards:
+        raise ValueError("data.train_shards: no training shards configured (a glob of .tar files)")
+    return iter(train_loader(
+        cfg.data, batch_size=per_rank, image_size=cfg.model.image_size, context_length=cfg.model.context_length,
+        use_boxes=cfg.variant.use_boxes, seed=cfg.seed, rank=ctx.rank, world_size=ctx.world_size,
+        num_workers=cfg.train.num_workers, start_batch=start_batch,
+    ))
+
+
+def _summary(cfg: ExperimentConfig, files: RunFiles, step: int, skipped: int, config_hash: str) -> dict[str, Any]:
+    rows = read_metrics(files.metrics)
+    last = rows[-1] if rows else {}
+    speeds = [r[PERF_PREFIX + "samples_per_s"] for r in rows if PERF_PREFIX + "samples_per_s" in r]
+    return {
+        "run": f"{cfg.variant_name}-{cfg.size}/seed{cfg.seed}", "steps": step, "skipped_steps": skipped,
+        "config_hash": config_hash, "final": {k: v for k, v in last.items() if not k.startswith(PERF_PREFIX)},
+        "mean_samples_per_s": sum(speeds) / len(speeds) if speeds else None,
+    }
+
+
+def _plot_curves(files: RunFiles) -> None:
+    """Loss terms and scalars against step, one panel each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(files.metrics)
+    if not rows:
+        return
+    keys = [k for k in rows[-1] if k.startswith("loss") or k in ("curv", "logit_scale", "alpha_img", "alpha_txt")]
+    cols = 3
+    nrows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 2.6 * nrows), squeeze=False)
+    for ax, key in zip(axes.flat, keys):
+        pts = [(r["step"], r[key]) for r in rows if key in r]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts])
+        ax.set_title(key, fontsize=9)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    fig.tight_layout()
+    tmp = files.root / ".curves.tmp.png"
+    fig.savefig(tmp, dpi=80)
+    plt.close(fig)
+    os.replace(tmp, files.root / "curves.png")
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")

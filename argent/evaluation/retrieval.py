@@ -1,0 +1,80 @@
+"""Image–text retrieval recall (method.md §6.2; HyCoCLIP ``evaluation/retrieval.py``).
+
+R@K in both directions: image→text (a query image is a hit if any of its captions is among its
+top K texts) and text→image (a caption is a hit if its image is among its top K images). The
+top-K lists come from ``scoring.streaming_topk``, so a 100k × 100k evaluation never holds the
+full score matrix: memory is one ``query_chunk × key_chunk`` block (see ``scoring``).
+Recalls are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from argent.evaluation.scoring import ScoreFn, streaming_topk
+
+__all__ = ["recall_at_k", "retrieval_metrics"]
+
+
+def recall_at_k(topk_indices: Tensor, truth: Sequence[set[int]] | Tensor, ks: Sequence[int]) -> dict[int, float]:
+    """Share of queries with a true item among their first k retrieved ones, for each k.
+
+    topk_indices: (Q, ≥max(ks)) retrieved key ids, best first. truth: per query, a set of true
+    key ids, or a (Q,) tensor holding the single true id of each query.
+    """
+    n_queries = topk_indices.shape[0]
+    if n_queries == 0:
+        raise ValueError("recall_at_k: no queries")
+    if isinstance(truth, Tensor):
+        # (Q, k) == (Q, 1): position of the true id in each row, if any.
+        match = topk_indices == truth.to(topk_indices.device)[:, None]
+    else:
+        if len(truth) != n_queries:
+            raise ValueError(f"recall_at_k: {len(truth)} truth sets for {n_queries} queries")
+        match = torch.tensor(
+            [[int(j) in t for j in row] for row, t in zip(topk_indices.tolist(), truth)], dtype=torch.bool
+        ).reshape(topk_indices.shape)
+    # With fewer keys than k the retrieved list holds every key: slicing past the end is fine.
+    return {k: match[:, :k].any(dim=1).double().mean().item() for k in ks}
+
+
+def retrieval_metrics(
+    image_emb: Tensor,
+    text_emb: Tensor,
+    caption_image: Sequence[int] | Tensor,
+    score_fn: ScoreFn,
+    ks: Sequence[int] = (5, 10),
+    query_chunk: int = 1024,
+    key_chunk: int = 8192,
+) -> dict[str, float]:
+    """R@k image→text and text→image.
+
+    image_emb (N_img, D), text_emb (N_txt, D); caption_image[t] is the index of caption t's
+    image. Returns {"i2t_R@5": …, "t2i_R@5": …, …}. Images without a caption are not queried
+    (they stay in the text→image pool).
+    """
+    caption_image = torch.as_tensor(caption_image, dtype=torch.long)
+    if caption_image.shape[0] != text_emb.shape[0]:
+        raise ValueError(f"retrieval_metrics: {caption_image.shape[0]} caption links for {text_emb.shape[0]} captions")
+    if caption_image.numel() and (caption_image.min() < 0 or caption_image.max() >= image_emb.shape[0]):
+        raise ValueError("retrieval_metrics: a caption points at an image index out of range")
+    ks = sorted(set(int(k) for k in ks))
+    k_max = max(ks)
+    captions_of: list[set[int]] = [set() for _ in range(image_emb.shape[0])]
+    for t, i in enumerate(caption_image.tolist()):
+        captions_of[i].add(t)
+    # An image without a caption cannot be a hit as a query; it stays in the pool for t2i.
+    queried = [i for i, caps in enumerate(captions_of) if caps]
+    if not queried:
+        raise ValueError("retrieval_metrics: no image has a caption")
+    _, i2t = streaming_topk(image_emb[queried], text_emb, score_fn, k_max, query_chunk, key_chunk)
+    _, t2i = streaming_topk(text_emb, image_emb, score_fn, k_max, query_chunk, key_chunk)
+    metrics: dict[str, float] = {}
+    for k, value in recall_at_k(i2t.cpu(), [captions_of[i] for i in queried], ks).items():
+        metrics[f"i2t_R@{k}"] = value
+    for k, value in recall_at_k(t2i.cpu(), caption_image, ks).items():
+        metrics[f"t2i_R@{k}"] = value
+    return metrics

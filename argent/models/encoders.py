@@ -1,0 +1,114 @@
+"""Image and text towers.
+
+Image: torchvision's ``VisionTransformer`` with its classification head removed ([CLS] output) and,
+as in MERU/HyCoCLIP, fixed 2-D sin-cos position embeddings (class-token position zero).
+Text: a CLIP-style pre-LN causal Transformer; the feature is taken at the end-of-text token.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torchvision.models.vision_transformer import VisionTransformer
+
+from argent.config import ModelConfig
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def sincos_2d(grid: int, width: int) -> Tensor:
+    """Fixed 2-D sin-cos position embeddings (MoCo-v3 style): (grid*grid, width)."""
+    if width % 4:
+        raise ValueError(f"vision_width must be divisible by 4 for 2-D sin-cos embeddings, got {width}")
+    coords = torch.arange(grid, dtype=torch.float64)
+    yy, xx = torch.meshgrid(coords, coords, indexing="ij")
+    quarter = width // 4
+    omega = 1.0 / (10000 ** (torch.arange(quarter, dtype=torch.float64) / quarter))
+    out_x = xx.flatten()[:, None] * omega[None, :]
+    out_y = yy.flatten()[:, None] * omega[None, :]
+    emb = torch.cat([out_x.sin(), out_x.cos(), out_y.sin(), out_y.cos()], dim=1)
+    return emb.float()
+
+
+class ImageEncoder(nn.Module):
+    """Pixels in [0, 1], (B, 3, S, S) -> [CLS] features (B, vision_width)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        if cfg.image_size % cfg.patch_size:
+            raise ValueError(f"model.image_size {cfg.image_size} is not a multiple of patch_size {cfg.patch_size}")
+        self.vit = VisionTransformer(
+            image_size=cfg.image_size,
+            patch_size=cfg.patch_size,
+            num_layers=cfg.vision_layers,
+            num_heads=cfg.vision_heads,
+            hidden_dim=cfg.vision_width,
+            mlp_dim=int(cfg.vision_width * cfg.vision_mlp_ratio),
+        )
+        self.vit.heads = nn.Identity()
+        grid = cfg.image_size // cfg.patch_size
+        pos = torch.cat([torch.zeros(1, cfg.vision_width), sincos_2d(grid, cfg.vision_width)])
+        # Fixed, not learned (MERU): keep it a buffer-like parameter torchvision's forward reads.
+        self.vit.encoder.pos_embedding = nn.Parameter(pos[None], requires_grad=False)
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
+        self.width = cfg.vision_width
+
+    def forward(self, images: Tensor) -> Tensor:
+        return self.vit((images - self.mean) / self.std)
+
+
+class TextEncoder(nn.Module):
+    """Token ids (B, L) -> features at the end-of-text token (B, text_width)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        width, layers = cfg.text_width, cfg.text_layers
+        self.token_embedding = nn.Embedding(cfg.vocab_size, width)
+        self.position_embedding = nn.Parameter(torch.empty(cfg.context_length, width))
+        layer = nn.TransformerEncoderLayer(
+            d_model=width,
+            nhead=cfg.text_heads,
+            dim_feedforward=4 * width,
+            dropout=0.0,
+            activation="gelu",
+            batch_first=True,
+            norm_first=True,
+        )
+        self.transformer = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+        self.ln_final = nn.LayerNorm(width)
+        self.register_buffer("causal_mask", nn.Transformer.generate_square_subsequent_mask(cfg.context_length), persistent=False)
+        self.width = width
+        self._init_weights(width, layers)
+
+    def _init_weights(self, width: int, layers: int) -> None:
+        # CLIP/MERU init: small embeddings; residual projections shrunk by depth.
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding, std=0.01)
+        for block in self.transformer.layers:
+            nn.init.normal_(block.self_attn.in_proj_weight, std=width**-0.5)
+            nn.init.normal_(block.self_attn.out_proj.weight, std=(2 * width * layers) ** -0.5)
+            nn.init.normal_(block.linear1.weight, std=(2 * width) ** -0.5)
+            nn.init.normal_(block.linear2.weight, std=(2 * width * layers) ** -0.5)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        length = tokens.shape[1]
+        if length > self.position_embedding.shape[0]:
+            raise ValueError(f"text has {length} tokens; model.context_length is {self.position_embedding.shape[0]}")
+        x = self.token_embedding(tokens) + self.position_embedding[:length]
+        x = self.transformer(x, mask=self.causal_mask[:length, :length], is_causal=True)
+        x = self.ln_final(x)
+        # The end-of-text token has the largest id in the CLIP vocabulary.
+        eot = tokens.argmax(dim=-1)
+        return x[torch.arange(x.shape[0], device=x.device), eot]
+
+
+def init_projection(proj: nn.Linear, width: int) -> None:
+    nn.init.normal_(proj.weight, std=width**-0.5)
+
+
+def num_params(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+

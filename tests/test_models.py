@@ -1,0 +1,96 @@
+"""Dual encoder: shapes, the lift, the scalars' clamps, weight-decay groups, the schedule."""
+
+import math
+
+import pytest
+import torch
+
+from argent import geometry
+from argent.config import OptimConfig, model_from
+from argent.engine.optim import build_optimizer, lr_factor, param_groups
+from argent.models import build_model, tokenize
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    return {g: build_model(model_from("tiny"), g) for g in ("lorentz", "euclidean")}
+
+
+def test_lorentz_embeddings_lie_on_the_hyperboloid(tiny):
+    model = tiny["lorentz"]
+    x = model.encode_image(torch.rand(3, 3, 64, 64)).double()
+    c = model.curv().double()
+    t = torch.sqrt(1 / c + (x * x).sum(-1))
+    inner = (x * x).sum(-1) - t * t  # <x, x>_L with the recomputed time component
+    assert torch.allclose(inner, -1 / c.expand_as(inner), atol=1e-9)
+    # project=False is W f before α: lifting it by hand gives the same point.
+    v = model.encode_image(torch.rand(2, 3, 64, 64), project=False)
+    a_img, _ = model.alphas()
+    assert v.shape == (2, 128)
+    manual = geometry.exp_map0(v * a_img, model.curv())
+    assert torch.allclose(model.lift_image(v), manual)
+
+
+def test_alpha_init_gives_unit_tangent_scale(tiny):
+    a_img, a_txt = tiny["lorentz"].alphas()
+    assert a_img.item() == pytest.approx(128**-0.5)
+    assert a_txt.item() == pytest.approx(128**-0.5)
+
+
+def test_euclidean_embeddings_are_unit_norm_and_similarity_is_cosine(tiny):
+    model = tiny["euclidean"]
+    x = model.encode_image(torch.rand(2, 3, 64, 64))
+    y = model.encode_text(tokenize(["a red square", "a star"], 32))
+    assert torch.allclose(x.norm(dim=-1), torch.ones(2), atol=1e-6)
+    assert torch.allclose(model.similarity(x, y), torch.nn.functional.cosine_similarity(x[:, None], y[None], dim=-1), atol=1e-6)
+
+
+def test_lorentz_similarity_is_negative_distance(tiny):
+    model = tiny["lorentz"]
+    x, y = model.encode_image(torch.rand(2, 3, 64, 64)), model.encode_text(tokenize(["a", "b c"], 32))
+    assert torch.allclose(model.similarity(x, y), -geometry.pairwise_dist(x, y, model.curv()))
+
+
+def test_text_feature_is_taken_at_end_of_text(tiny):
+    model = tiny["lorentz"].eval()
+    tokens = tokenize(["a red square"], 32)
+    padded = tokens.clone()
+    eot = tokens.argmax(-1).item()
+    padded[0, eot + 1:] = 7  # junk after EOT must not change the causal feature
+    with torch.no_grad():
+        assert torch.allclose(model.encode_text(tokens), model.encode_text(padded), atol=1e-5)
+
+
+def test_scalar_clamps():
+    model = build_model(model_from("tiny"), "lorentz")
+    with torch.no_grad():
+        model.log_curv.fill_(10.0)
+        model.log_logit_scale.fill_(10.0)
+        model.visual_alpha.fill_(3.0)
+    assert model.curv().item() == pytest.approx(10.0, rel=1e-5)
+    assert model.logit_scale().item() == pytest.approx(100.0, rel=1e-5)
+    assert model.alphas()[0].item() == pytest.approx(1.0)
+
+
+def test_weight_decay_groups_follow_the_recipe():
+    model = build_model(model_from("tiny"), "lorentz")
+    groups = {g["name"]: g for g in param_groups(model, OptimConfig(norm_bias_decay=0.0))}
+    names = {id(p): n for n, p in model.named_parameters()}
+    scalar_names = {names[id(p)] for p in groups["scalars"]["params"]}
+    assert scalar_names == {"log_logit_scale", "visual_alpha", "textual_alpha", "log_curv"}
+    assert groups["scalars"]["weight_decay"] == 0.0
+    assert groups["norm_bias"]["weight_decay"] == 0.0
+    assert all(p.ndim == 1 for p in groups["norm_bias"]["params"])
+    assert groups["weights"]["weight_decay"] == 0.2
+    n_total = sum(1 for p in model.parameters() if p.requires_grad)
+    assert sum(len(g["params"]) for g in groups.values()) == n_total
+    assert isinstance(build_optimizer(model, OptimConfig()), torch.optim.AdamW)
+
+
+def test_schedule_warms_up_then_half_cosine_to_zero():
+    assert lr_factor(0, 10, 100) == pytest.approx(0.1)
+    assert lr_factor(9, 10, 100) == pytest.approx(1.0)
+    mid = 10 + 45
+    assert lr_factor(mid, 10, 100) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.5)))
+    assert lr_factor(100, 10, 100) == pytest.approx(0.0, abs=1e-12)
