@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+import torch
 import yaml
 
-from argent.config import ConfigError, load_experiment
+from argent.config import ConfigError, check_name, load_experiment
 
 
 def parser() -> argparse.ArgumentParser:
@@ -24,6 +25,8 @@ def parser() -> argparse.ArgumentParser:
                         "auto: start fresh when the config changed)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.steps=100 (repeatable)")
+    p.add_argument("--name", default=None, help="record the run under this variant name (default: --variant)")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--variant-file", type=Path, default=None,
                    help="YAML of variant fields applied on top of the variant (e.g. a tuned best.yaml)")
     return p
@@ -39,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.variant_file:
             extra = (yaml.safe_load(args.variant_file.read_text()) or {}).get("variant", {})
         cfg = load_experiment(args.config, args.variant, args.size, args.seed, args.overrides, extra)
+        if args.name:
+            cfg.variant_name = check_name(args.name, "--name")
+        if args.threads > 0:
+            torch.set_num_threads(args.threads)
         summary = train(cfg, args.out, resume=args.resume)
     except (ConfigError, ResumeMismatch, TrainingDiverged, FileNotFoundError, ValueError) as err:
         print(f"argent train: {err}", file=sys.stderr)

@@ -81,6 +81,8 @@ class Tracker:
             return None
 
     def log_params(self, params: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
         from mlflow.entities import Param
 
         items = [Param(k, str(v)[:6000]) for k, v in flatten(params).items()]
@@ -91,6 +93,8 @@ class Tracker:
 
     def log_metrics(self, rows: list[dict[str, Any]]) -> None:
         """rows: metrics.jsonl records ({"step": k, name: value, ...})."""
+        if not self.enabled:
+            return
         from mlflow.entities import Metric
 
         metrics = [
@@ -103,11 +107,12 @@ class Tracker:
             self._safe(self._client.log_batch, self.run_id, metrics=metrics[i : i + 900])
 
     def log_artifact(self, path: Path) -> None:
-        if path.exists():
+        if self.enabled and path.exists():
             self._safe(self._client.log_artifact, self.run_id, str(path))
 
     def finish(self, status: str = "FINISHED") -> None:
-        self._safe(self._client.set_terminated, self.run_id, status)
+        if self.enabled:
+            self._safe(self._client.set_terminated, self.run_id, status)
 
 
 def run_tags(cfg_dict: dict[str, Any], run_dir: Path, config_hash: str) -> dict[str, str]:

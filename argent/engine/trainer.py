@@ -8,6 +8,7 @@ number), ``checkpoint.pt`` (model, optimiser, scheduler, step, RNG states, confi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ from typing import Any, Callable, Iterator
 import torch
 import yaml
 
-from argent.config import ExperimentConfig
+from argent.config import DataConfig, ExperimentConfig
 from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import (
     CHECKPOINT,
@@ -306,10 +307,30 @@ def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, s
     if not cfg.data.train_shards:
         raise ValueError("data.train_shards: no training shards configured (a glob of .tar files)")
     return iter(train_loader(
-        cfg.data, batch_size=per_rank, image_size=cfg.model.image_size, context_length=cfg.model.context_length,
+        negatives_config(cfg), batch_size=per_rank, image_size=cfg.model.image_size, context_length=cfg.model.context_length,
         use_boxes=cfg.variant.use_boxes, seed=cfg.seed, rank=ctx.rank, world_size=ctx.world_size,
         num_workers=cfg.train.num_workers, start_batch=start_batch,
     ))
+
+
+def negatives_config(cfg: ExperimentConfig) -> DataConfig:
+    """The data config with ``negatives`` resolved to the parquet of the variant's slot mode.
+
+    ``data.negatives`` may name the parquet itself or the folder ``argent mine`` writes
+    (``train-<mode>.parquet`` per mode). A variant without hard negatives trains without them.
+    """
+    mode = cfg.variant.hard_negatives
+    if mode == "none":
+        return dataclasses.replace(cfg.data, negatives="")
+    path = Path(cfg.data.negatives)
+    if not cfg.data.negatives:
+        raise ValueError(f"variant {cfg.variant_name!r} uses hard_negatives: {mode}, but data.negatives is empty; "
+                         f"mine them first (argent mine) and point data.negatives at the output folder")
+    if path.is_dir():
+        path = path / f"train-{mode}.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: hard negatives for mode {mode!r} not found; run argent mine --mode {mode}")
+    return dataclasses.replace(cfg.data, negatives=str(path))
 
 
 def _summary(cfg: ExperimentConfig, files: RunFiles, step: int, skipped: int, config_hash: str) -> dict[str, Any]:

@@ -44,7 +44,7 @@ class ContrastiveResult:
     logits as used (margin added, masked columns −inf), N = world·B. targets: (B,) positive column
     of each row. hard_index: (B,) column of each row's own negative, or None. positive_sim,
     hard_sim: (B,) σ(I_i, T_i) and σ(I_i, H_i) before any margin (hard_sim None without negatives).
-    hard_mask: (B,) local rows that have a negative, or None.
+    hard_mask: (B,) local rows that have a negative, or None. n_captions: N, the first hard column.
     """
 
     loss: Tensor
@@ -55,6 +55,7 @@ class ContrastiveResult:
     hard_index: Tensor | None = None
     hard_sim: Tensor | None = None
     hard_mask: Tensor | None = None
+    n_captions: int = 0
 
 
 def contrastive_loss(
@@ -120,6 +121,7 @@ def contrastive_loss(
         hard_index=hard_index,
         hard_sim=hard_sim,
         hard_mask=hard_mask if hard_text is not None else None,
+        n_captions=sim_it.shape[1],
     )
 
 

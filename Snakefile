@@ -1,0 +1,29 @@
+# argent: data -> (clean, negatives) -> train -> evaluate -> tables. Every arrow is a file.
+# `snakemake --cores all` runs config/config.yaml (the embedded CPU default);
+# `snakemake --cores all --configfile config/smoke.yaml` is the CI-size run.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/clean.smk"
+include: "workflow/rules/negatives.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/tune.smk"
+include: "workflow/rules/probe.smk"
+include: "workflow/rules/tables.smk"
+
+
+rule all:
+    input:
+        tables=rules.tables.output,
+    default_target: True

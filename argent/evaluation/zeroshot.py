@@ -1,0 +1,94 @@
+"""Zero-shot classification (method.md §6.1; HyCoCLIP ``evaluation/classification.py``).
+
+Class prototype: fill every template with the class name, encode the prompts with
+``project=False`` (W f, before α / normalisation), **average in tangent space**, then lift with
+``model.lift_text`` (α·v then exp₀ for Lorentz; normalise for CLIP). For CLIP each prompt
+feature is normalised before the average (normalise, average, normalise — the final normalise
+is ``lift_text``). Images are scored against the prototypes with ``model.similarity``;
+prediction = argmax. Metrics: top-1 accuracy (micro) and mean per-class accuracy (macro, the
+torchmetrics ``MulticlassAccuracy`` default the reference reports; equal to top-1 on a
+balanced set), as fractions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = [
+    "TEMPLATE_SETS",
+    "resolve_templates",
+    "fill_templates",
+    "average_prompts",
+    "classification_metrics",
+]
+
+TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
+    "default": ("a photo of a {}.", "a drawing of a {}.", "an image of a {}."),
+    # The 7 ImageNet templates of the reference evaluator (method.md §6.1).
+    "imagenet": (
+        "i took a picture : itap of a {}.",
+        "pics : a bad photo of the {}.",
+        "pics : a origami {}.",
+        "pics : a photo of the large {}.",
+        "pics : a {} in a video game.",
+        "pics : art of the {}.",
+        "pics : a photo of the small {}.",
+    ),
+}
+
+
+def resolve_templates(templates: str | Sequence[str], where: str = "templates") -> tuple[str, ...]:
+    """A named template set (``TEMPLATE_SETS``) or an explicit list; each must hold one ``{}``."""
+    if isinstance(templates, str):
+        if templates not in TEMPLATE_SETS:
+            raise ValueError(f"{where}: unknown template set {templates!r}; known: {sorted(TEMPLATE_SETS)} or a list")
+        return TEMPLATE_SETS[templates]
+    out = tuple(templates)
+    if not out:
+        raise ValueError(f"{where}: empty template list")
+    for i, template in enumerate(out):
+        if not isinstance(template, str) or template.count("{}") != 1:
+            raise ValueError(f"{where}[{i}]: {template!r} must be a string with exactly one '{{}}'")
+    return out
+
+
+def fill_templates(class_names: Sequence[str], templates: Sequence[str]) -> list[str]:
+    """Prompts in class-major order: C × P strings, prompt [c·P + p] = templates[p] ∘ names[c]."""
+    return [template.format(name) for name in class_names for template in templates]
+
+
+def average_prompts(features: Tensor, normalise_each: bool) -> Tensor:
+    """Average prompt features per class: (C, P, D) -> (C, D), in tangent space.
+
+    ``normalise_each`` (CLIP) L2-normalises every prompt feature first; Lorentz models average
+    the raw W f (the tangent vectors before α and exp₀).
+    """
+    if features.ndim != 3:
+        raise ValueError(f"average_prompts: expected (C, P, D), got {tuple(features.shape)}")
+    if normalise_each:
+        features = torch.nn.functional.normalize(features, dim=-1)
+    return features.mean(dim=1)
+
+
+def classification_metrics(predictions: np.ndarray | Tensor, labels: np.ndarray | Tensor, n_classes: int) -> dict[str, float | int]:
+    """Top-1 accuracy and mean per-class accuracy over the classes present in ``labels``.
+
+    predictions, labels: (N,) integer class indices in [0, n_classes).
+    """
+    pred = np.asarray(predictions, dtype=np.int64)
+    true = np.asarray(labels, dtype=np.int64)
+    if pred.shape != true.shape or pred.ndim != 1 or pred.size == 0:
+        raise ValueError(f"classification_metrics: bad shapes {pred.shape} vs {true.shape}")
+    if true.min() < 0 or true.max() >= n_classes or pred.min() < 0 or pred.max() >= n_classes:
+        raise ValueError(f"classification_metrics: class index outside [0, {n_classes})")
+    correct = pred == true
+    per_class = [correct[true == c].mean() for c in np.unique(true)]
+    return {
+        "top1": float(correct.mean()),
+        "mean_per_class": float(np.mean(per_class)),
+        "n_classes_evaluated": int(len(per_class)),
+    }

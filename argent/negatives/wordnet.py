@@ -1,0 +1,110 @@
+"""Offline WordNet 3.0 through NLTK, from a location the caller names.
+
+NLTK reads WordNet from ``<folder>/corpora/wordnet.zip`` (or an unzipped ``corpora/wordnet/``) for
+any folder on ``nltk.data.path``. Recent NLTK refuses symbolic links and paths outside that list,
+so the zip must be a real file inside the folder; ``stage_wordnet`` copies one there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+HOW_TO_GET = (
+    "Get WordNet 3.0 in NLTK layout with `python -m nltk.downloader -d <folder> wordnet` (needs network "
+    "once), or copy an existing wordnet.zip to <folder>/corpora/wordnet.zip "
+    "(argent.negatives.wordnet.stage_wordnet does this); then pass --nltk-data <folder> "
+    "(config key `nltk_data`) or set NLTK_DATA=<folder>."
+)
+
+
+class WordNetNotFound(RuntimeError):
+    """WordNet is not at the named location (or nowhere NLTK looks, when none is named)."""
+
+
+def _has_wordnet(folder: Path) -> bool:
+    corpora = folder / "corpora"
+    return (corpora / "wordnet.zip").is_file() or (corpora / "wordnet" / "index.noun").is_file()
+
+
+def wordnet_folder(location: str | Path | None = None) -> Path | None:
+    """The NLTK data folder to use: ``location``, else the first NLTK_DATA entry holding WordNet.
+
+    Returns None when neither is given (NLTK's own default folders are then searched).
+    Raises ``WordNetNotFound`` when a named folder does not hold WordNet.
+    """
+    if location:
+        folder = Path(location).expanduser()
+        if not _has_wordnet(folder):
+            raise WordNetNotFound(f"no WordNet under {folder} (looked for corpora/wordnet.zip or corpora/wordnet/). {HOW_TO_GET}")
+        return folder
+    for entry in filter(None, os.environ.get("NLTK_DATA", "").split(os.pathsep)):
+        if _has_wordnet(Path(entry).expanduser()):
+            return Path(entry).expanduser()
+    return None
+
+
+_LOADED: dict[str, Any] = {}
+
+
+def load_wordnet(location: str | Path | None = None) -> Any:
+    """The NLTK WordNet reader (``nltk.corpus.wordnet``), loaded from ``location``.
+
+    ``location``: a folder holding ``corpora/wordnet.zip``; None -> NLTK_DATA, then NLTK's defaults.
+    The folder is put first on ``nltk.data.path`` (process-wide: NLTK has one search path).
+    Raises ``WordNetNotFound`` with the way to get it when WordNet cannot be found.
+    """
+    folder = wordnet_folder(location)
+    cache_key = str(folder.resolve()) if folder else ""
+    if cache_key in _LOADED:
+        return _LOADED[cache_key]
+    import nltk
+
+    if folder is not None and str(folder) not in nltk.data.path:
+        nltk.data.path.insert(0, str(folder))
+    for resource in ("corpora/wordnet.zip/wordnet/", "corpora/wordnet"):  # NLTK's own search order
+        try:
+            nltk.data.find(resource)
+            break
+        except LookupError:
+            continue
+    else:
+        where = f"under {folder}" if folder else "in NLTK_DATA or NLTK's default folders"
+        raise WordNetNotFound(f"no WordNet {where}. {HOW_TO_GET}") from None
+    from nltk.corpus import wordnet
+
+    with warnings.catch_warnings():
+        # Without the multilingual OMW corpus NLTK warns once; argent uses English only.
+        warnings.filterwarnings("ignore", message="The multilingual functions are not available")
+        wordnet.ensure_loaded()
+    if wordnet.get_version() != "3.0":
+        warnings.warn(f"WordNet {wordnet.get_version()} loaded; argent's design assumes 3.0", stacklevel=2)
+    _LOADED[cache_key] = wordnet
+    return wordnet
+
+
+def stage_wordnet(zip_path: str | Path, folder: str | Path) -> Path:
+    """Copy ``zip_path`` (WordNet in NLTK's ``wordnet/...`` zip layout) to ``folder/corpora/wordnet.zip``.
+
+    Returns ``folder``. Atomic; a no-op when a file of the same size is already there.
+    """
+    zip_path, folder = Path(zip_path), Path(folder)
+    if not zip_path.is_file():
+        raise WordNetNotFound(f"{zip_path}: not a file. {HOW_TO_GET}")
+    target = folder / "corpora" / "wordnet.zip"
+    if target.is_file() and target.stat().st_size == zip_path.stat().st_size:
+        return folder
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(zip_path, tmp)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return folder
