@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
-from argent.config import VariantConfig
+from argent.config import INTRA_PAIRS, PAIR_TYPES, VariantConfig
 from argent.losses.entailment import (
+    PAIR_ITEMS,
     adaptive_loss,
     adaptive_weight,
     cone_loss,
@@ -211,3 +212,11 @@ def test_missing_item_names_it():
     v = VariantConfig(use_boxes=True, entailment="cone", entailment_pairs=["phrase_crop"])
     with pytest.raises(KeyError, match="phrase"):
         pair_losses({"image": _random(2, 0), "text": _random(2, 1)}, 1.0, v)
+
+
+def test_pair_items_cover_the_config_pair_types():
+    assert set(PAIR_ITEMS) == set(PAIR_TYPES)
+    modality = {"image": "image", "crop": "image", "text": "text", "phrase": "text"}
+    for pair, (parent, child) in PAIR_ITEMS.items():
+        assert pair == f"{parent}_{child}"  # named parent_child
+        assert (modality[parent] == modality[child]) == (pair in INTRA_PAIRS)

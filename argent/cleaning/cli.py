@@ -91,6 +91,9 @@ def _atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -138,7 +141,9 @@ def _round(x: float) -> float:
 # ------------------------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace, scorer: Scorer | None = None, table1_scorer: Scorer | None = None) -> dict:
+    """The whole ``argent clean`` run; ``scorer`` / ``table1_scorer`` objects override the specs
+    (for library use and tests). Returns the summary written to summary.json."""
     t0 = time.perf_counter()
     keep = _parse_keep(args.keep)
     ks = tuple(int(k) for k in args.table1_ks.split(",") if k.strip())
@@ -156,8 +161,9 @@ def run(args: argparse.Namespace) -> dict:
     expanded = _resolve_expanded(args.expanded, args.csv)
     _log(f"{len(samples)} samples read, {len(rejected)} bad rows ({policy.report()})", t0)
 
-    scorer = make_scorer(args.scorer, expanded=expanded, image_ids={s.image_id for s in samples},
-                         device=args.device, batch_size=args.batch_size)
+    if scorer is None:
+        scorer = make_scorer(args.scorer, expanded=expanded, image_ids={s.image_id for s in samples},
+                             device=args.device, batch_size=args.batch_size)
     cache = EmbeddingCache(scorer, args.batch_size)
     images = cache.images(samples)
     _log(f"{len(samples)} images embedded ({scorer.spec})", t0)
@@ -192,10 +198,12 @@ def run(args: argparse.Namespace) -> dict:
 
     table1 = None
     if not args.no_table1:
-        table1 = _table1(args, samples, scorer, cache, images, expanded, ks)
+        table1 = _table1(args, samples, scorer, cache, images, expanded, ks, table1_scorer)
         _log("table 1 done", t0)
 
+    table1_spec = table1_scorer.spec if table1_scorer is not None else (args.table1_scorer or scorer.spec)
     summary = _summary(args, rule, scorer, expanded, policy, records, rejected, table, degrees, pool, table1)
+    summary["table1_scorer"] = table1_spec if table1 is not None else None
     out = args.out_dir
     _atomic_write(out / "hierarcaps_clean.csv", clean_csv)
     _atomic_write(out / "clean_scores.csv", _csv_text(full_table))
@@ -210,9 +218,10 @@ def run(args: argparse.Namespace) -> dict:
     return summary
 
 
-def _table1(args, samples, scorer: Scorer, cache: EmbeddingCache, images: np.ndarray, expanded, ks) -> pl.DataFrame:
-    if args.table1_scorer and args.table1_scorer != args.scorer:
-        model = make_scorer(args.table1_scorer, expanded=expanded, image_ids={s.image_id for s in samples},
+def _table1(args, samples, scorer: Scorer, cache: EmbeddingCache, images: np.ndarray, expanded, ks,
+            model: Scorer | None = None) -> pl.DataFrame:
+    if model is not None or (args.table1_scorer and args.table1_scorer != args.scorer):
+        model = model or make_scorer(args.table1_scorer, expanded=expanded, image_ids={s.image_id for s in samples},
                             device=args.device, batch_size=args.batch_size)
         model_cache = EmbeddingCache(model, args.batch_size)
         model_images = model_cache.images(samples)
@@ -246,7 +255,8 @@ def _summary(args, rule, scorer, expanded, policy, records, rejected, table, deg
         "inputs": inputs,
         "scorer": scorer.describe(),
         "verifier": args.verifier,
-        "table1_scorer": args.table1_scorer or args.scorer,
+        "keep_rule": "eligible = margin > min_margin (mutual top-1 at 0) and alignment >= min_alignment; "
+                     "rank eligible by alignment (desc, ties by row); keep the first `keep`",
         "seed": args.seed,
         "bad_data": {"mode": policy.mode, "counts": dict(sorted(policy.counts.items())),
                      "rows": [{"row": r.row, "id": r.id, "reason": r.reason, "detail": r.detail} for r in rejected]},

@@ -253,7 +253,10 @@ class LexiconTagger:
             if prev_info is not None and prev_info.likely_adj:
                 return False  # "large living room"
             nxt = infos[i + 1] if i + 1 < len(words) else None
-            if nxt is not None and nxt.noun and not nxt.verb and prev_tag is not None:
+            noun_next = nxt is not None and nxt.noun is not None and nxt.noun_count >= nxt.verb_count
+            if noun_next and word.endswith("ed") and info.adj:
+                return False  # "assorted bowls": participial adjective
+            if noun_next and word.endswith("ing") and prev_tag == "ADP":
                 return False  # "in parking lot": gerund modifier of the next noun
             return True
         prev_info = infos[i - 1] if i else None

@@ -1,0 +1,91 @@
+"""``argent evaluate``: score a trained run on one benchmark of the workflow config.
+
+    argent evaluate --run results/runs/argent-tiny/seed0 --benchmark hiershapes_zeroshot \\
+        --config config/config.yaml --out results/eval/argent-tiny/seed0/hiershapes_zeroshot.json
+
+The benchmark is the entry ``benchmarks.<name>`` of the config (see
+``argent.evaluation.benchmarks``). The JSON holds: benchmark, protocol, run, config_hash (the
+run's ``ExperimentConfig.result_hash``), metrics, counts (items, skipped by reason) and the
+resolved entry. It is written atomically (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from argent.config import ConfigError
+
+__all__ = ["main", "write_json"]
+
+
+def write_json(path: str | Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as indented JSON atomically: a reader sees the old file or the new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=False, allow_nan=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="argent evaluate", description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", required=True, type=Path, help="run folder (config.yaml + checkpoint.pt)")
+    p.add_argument("--benchmark", required=True, help="name of an entry under 'benchmarks:' in --config")
+    p.add_argument("--config", required=True, type=Path, help="workflow config YAML holding the benchmarks section")
+    p.add_argument("--out", required=True, type=Path, help="result JSON (written atomically)")
+    p.add_argument("--device", default="cpu", help="torch device for encoding and scoring (default: cpu)")
+    p.add_argument(
+        "--base-dir", type=Path, default=None, help="resolve relative data paths against this folder (default: cwd)"
+    )
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    import torch
+
+    from argent.data.policy import BadDataError
+    from argent.evaluation.benchmarks import load_benchmark
+    from argent.evaluation.runner import evaluate
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        entry = load_benchmark(args.config, args.benchmark, args.base_dir)
+        from argent.engine.checkpoint import load_model
+
+        model, cfg = load_model(args.run, device=args.device)
+        result = evaluate(model, args.benchmark, entry, out_path=args.out)
+    except (ConfigError, BadDataError, FileNotFoundError) as err:
+        print(f"argent evaluate: {err}", file=sys.stderr)
+        return 2
+    head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run)}
+    head["config_hash"] = cfg.result_hash()
+    head["variant"] = cfg.variant_name
+    head["size"] = cfg.size
+    head["seed"] = cfg.seed
+    write_json(args.out, {**head, **result})
+    metrics = {k: v for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None}
+    print(f"{head['benchmark']} ({head['protocol']}): " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in list(metrics.items())[:12]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
