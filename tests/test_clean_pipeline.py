@@ -243,3 +243,31 @@ def test_same_inputs_same_files(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert [r["k"] for r in summary["table1"]] == [0, 1, 2]
     assert all(0 <= r["precision"] <= 100 and 0 <= r["recall"] <= 100 for r in summary["table1"])
+
+
+def test_table1_on_the_hiershapes_hierarchy_split(tmp_path: Path) -> None:
+    """The embedded benchmark's HierarCaps-format split, scored by a tiny random argent model."""
+    import torch
+
+    from argent.cleaning.scorers import CheckpointScorer
+    from argent.config import model_from
+    from argent.data.hiershapes.cli import main as synth
+    from argent.models import build_model
+
+    assert synth(["--out", str(tmp_path / "hs"), "--seed", "0", "--train-scenes", "4", "--val-scenes", "2",
+                  "--test-scenes", "40", "--per-class", "1", "--jobs", "1"]) in (0, None)
+    split = tmp_path / "hs" / "hierarcaps"
+    torch.manual_seed(0)
+    model = build_model(model_from("tiny", {"vision_layers": 1, "text_layers": 1}), "lorentz")
+    args = build_parser().parse_args(["--csv", str(split / "hierarcaps_test.csv"), "--images", str(split / "images"),
+                                      "--out-dir", str(tmp_path / "out"), "--pool-size", "10"])
+    summary = run(args, scorer=CheckpointScorer(model, batch_size=16, spec="checkpoint:tiny-random"))
+    assert summary["counts"]["samples"] == 40
+    assert [r["k"] for r in summary["table1"]] == [0, 5, 10]
+    removed = [r["removed"] for r in summary["table1"]]
+    assert removed[0] == 0 and 0 < removed[1] <= removed[2]
+    table1 = pl.read_csv(tmp_path / "out" / "table1.csv")
+    assert table1["images"].to_list() == [40, 40, 40]
+    assert "| none |" in (tmp_path / "out" / "table1.md").read_text()
+    kept = pl.read_csv(tmp_path / "out" / "hierarcaps_clean.csv")
+    assert kept.columns == ["id", "captions", "image_url"] and kept.height == summary["counts"]["kept"]

@@ -103,7 +103,8 @@ def test_table1_never_removes_own_captions_and_skips_same_picture() -> None:
     image_sim = np.array([[1, 0.9, 0.1], [0.9, 1, 0.1], [0.1, 0.1, 1.0]])
     # samples 0 and 1 show the same picture (image id 7): their chains are one GT, never removed
     table = false_negative_table(sim, radius, chain_ids, [7, 7, 8], image_sim, ks=(1,), steps=5)
-    # each image's nearest *other picture* is removed: for 0 and 1 that is sample 2 (p, q, r, s)
+    # each image's nearest other *picture* is removed: for samples 0 and 1 that is sample 2's
+    # (p, q, r, s); for sample 2 it is picture 7, i.e. both chains (a, b, c, d, x)
     assert table["removed"].to_list() == [pytest.approx((4 + 4 + 5) / 3)]
 
 
@@ -168,5 +169,21 @@ def test_checkpoint_scorer_with_a_tiny_random_model(tmp_path: Path) -> None:
     np.testing.assert_allclose(sim, direct, rtol=1e-6)
     radius = scorer.text_radius(texts)
     # Lorentz radius = d(O, x) = asinh(sqrt(c) |x|) / sqrt(c)
-    c = float(model.curv())
+    c = float(model.curv().detach())
     np.testing.assert_allclose(radius, np.arcsinh(np.sqrt(c) * np.linalg.norm(texts, axis=1)) / np.sqrt(c), rtol=1e-5)
+
+
+def test_verifier_scores_replace_alignment_but_not_ambiguity() -> None:
+    from argent.cleaning.clean import score_table
+
+    s = np.array([[0.9, 0.1, 0.0, 0.0],
+                  [0.2, 0.8, 0.0, 0.0],
+                  [0.0, 0.1, 0.7, 0.0],
+                  [0.0, 0.0, 0.75, 0.6]])  # image d prefers caption c: d ambiguous, c too
+    verifier = np.array([0.3, 0.6, 0.99, 0.999])
+    table = score_table(["a", "b", "c", "d"], [1, 2, 3, 4], [1, 2, 3, 4], np.repeat(np.diagonal(s)[:, None], 4, 1), s,
+                        KeepRule(keep=1), verifier_scores=verifier)
+    assert table["alignment"].to_list() == verifier.tolist()
+    # ambiguity still comes from the scorer; among the unambiguous a, b the verifier ranks b first
+    assert table["reason"].to_list() == ["below_keep", "kept", "ambiguous_image", "ambiguous_caption"]
+    assert table["margin"].to_list() == pytest.approx([0.7, 0.6, -0.05, -0.15])

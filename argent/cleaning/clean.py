@@ -68,7 +68,6 @@ def select(alignment: np.ndarray, margin: np.ndarray, caption_rival_wins: np.nda
     Returns kept (N,) bool, rank (N,) int (1-based among the eligible, 0 if not eligible), reasons.
     """
     n = len(alignment)
-    unambiguous = margin > 0
     eligible = margin > rule.min_margin
     if rule.min_alignment is not None:
         eligible &= alignment >= rule.min_alignment
@@ -80,14 +79,15 @@ def select(alignment: np.ndarray, margin: np.ndarray, caption_rival_wins: np.nda
     for i in range(n):
         if kept[i]:
             reasons.append("kept")
-        elif not unambiguous[i]:
-            reasons.append("ambiguous_caption" if caption_rival_wins[i] else "ambiguous_image")
-        elif margin[i] <= rule.min_margin:
-            reasons.append("low_margin")
-        elif rule.min_alignment is not None and alignment[i] < rule.min_alignment:
-            reasons.append("low_alignment")
-        else:
+        elif eligible[i]:
             reasons.append("below_keep")
+        elif margin[i] <= rule.min_margin:
+            if margin[i] <= 0:
+                reasons.append("ambiguous_caption" if caption_rival_wins[i] else "ambiguous_image")
+            else:
+                reasons.append("low_margin")
+        else:
+            reasons.append("low_alignment")
     return kept, rank, reasons
 
 

@@ -44,7 +44,8 @@ FLOAT_PRECISION = 6  # written scores: enough to rank, stable across BLAS roundi
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="argent clean", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="argent clean", description=__doc__.split("\n\n")[0].replace("``", ""),
+                                epilog=__doc__.split("\n\n", 1)[1].replace("``", ""),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--csv", required=True, type=Path, help="hierarcaps_test.csv (id, captions, image_url)")
     p.add_argument("--images", type=Path, default=None,
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace, scorer: Scorer | None = None, table1_scorer: S
     if scorer is None:
         scorer = make_scorer(args.scorer, expanded=expanded, image_ids={s.image_id for s in samples},
                              device=args.device, batch_size=args.batch_size)
-    cache = EmbeddingCache(scorer, args.batch_size)
+    cache = EmbeddingCache(scorer)
     images = cache.images(samples)
     _log(f"{len(samples)} images embedded ({scorer.spec})", t0)
     levels = [cache.texts([s.levels[k] for s in samples]) for k in range(4)]
@@ -223,7 +224,7 @@ def _table1(args, samples, scorer: Scorer, cache: EmbeddingCache, images: np.nda
     if model is not None or (args.table1_scorer and args.table1_scorer != args.scorer):
         model = model or make_scorer(args.table1_scorer, expanded=expanded, image_ids={s.image_id for s in samples},
                             device=args.device, batch_size=args.batch_size)
-        model_cache = EmbeddingCache(model, args.batch_size)
+        model_cache = EmbeddingCache(model)
         model_images = model_cache.images(samples)
     else:
         model, model_cache, model_images = scorer, cache, images

@@ -43,6 +43,7 @@ from argent.data.formats.hierarcaps import HierarCapsSample, read_hierarcaps_exp
 
 DEFAULT_BATCH = 64
 SIM_CHUNK = 1024  # rows per similarity block: bounds memory at SIM_CHUNK × M floats
+EMBED_CHUNK = 4096  # items per embedding call (the scorer batches inside)
 
 
 class ScorerUnavailable(RuntimeError):
@@ -116,31 +117,37 @@ def _cosine(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def similarity_chunked(scorer: Scorer, x: np.ndarray, y: np.ndarray, chunk: int = SIM_CHUNK) -> np.ndarray:
     """``scorer.similarity`` computed SIM_CHUNK rows at a time: (N, D), (M, D) -> (N, M)."""
-    return np.concatenate([scorer.similarity(x[s:s + chunk], y) for s in range(0, len(x), chunk)], axis=0) \
-        if len(x) else np.zeros((0, len(y)))
+    if len(x) == 0:
+        return np.zeros((0, len(y)))
+    return np.concatenate([scorer.similarity(x[s:s + chunk], y) for s in range(0, len(x), chunk)], axis=0)
 
 
 class EmbeddingCache:
-    """Per-run, in-memory cache: each distinct text and each sample's image is embedded once."""
+    """Per-run, in-memory cache: each distinct text and each sample's image is embedded once.
 
-    def __init__(self, scorer: Scorer, batch_size: int = DEFAULT_BATCH) -> None:
+    New items go to the scorer ``chunk`` at a time (the scorer batches inside): large calls let
+    sentence-transformers sort texts by length across the whole chunk, so batches pad little,
+    while memory stays bounded by the chunk.
+    """
+
+    def __init__(self, scorer: Scorer, chunk: int = EMBED_CHUNK) -> None:
         self.scorer = scorer
-        self.batch_size = batch_size
+        self.chunk = chunk
         self._texts: dict[str, np.ndarray] = {}
         self._images: dict[str, np.ndarray] = {}
 
     def texts(self, texts: Sequence[str]) -> np.ndarray:
         todo = list(dict.fromkeys(t for t in texts if t not in self._texts))
-        for start in range(0, len(todo), self.batch_size):
-            batch = todo[start:start + self.batch_size]
+        for start in range(0, len(todo), self.chunk):
+            batch = todo[start:start + self.chunk]
             for text, emb in zip(batch, self.scorer.embed_texts(batch)):
                 self._texts[text] = emb
         return np.stack([self._texts[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
     def images(self, samples: Sequence[HierarCapsSample]) -> np.ndarray:
         todo = [s for s in dict.fromkeys(samples) if s.id not in self._images]
-        for start in range(0, len(todo), self.batch_size):
-            batch = todo[start:start + self.batch_size]
+        for start in range(0, len(todo), self.chunk):
+            batch = todo[start:start + self.chunk]
             for sample, emb in zip(batch, self.scorer.embed_images(batch)):
                 self._images[sample.id] = emb
         return np.stack([self._images[s.id] for s in samples])
@@ -197,7 +204,7 @@ class TextScorer(Scorer):
                                     convert_to_numpy=True, show_progress_bar=False)
 
         self._encode = encoder
-        self._cache = EmbeddingCache(_EncoderAsScorer(encoder), batch_size)
+        self._cache = EmbeddingCache(_EncoderAsScorer(encoder))
 
     def proxy_texts(self, sample: HierarCapsSample) -> list[str]:
         own = _caption_key(sample.levels[-1])
@@ -264,7 +271,8 @@ def captions_by_image(expanded_path: str | Path | None, image_ids: set[int] | No
 # ------------------------------------------------------------------------------------------------
 
 
-def _load_images(samples: Sequence[HierarCapsSample], transform) -> "torch.Tensor":  # noqa: F821
+def _load_images(samples: Sequence[HierarCapsSample], transform):
+    """Decoded and transformed images as one (B, 3, S, S) tensor; a corrupt file raises BadDataError."""
     import torch
 
     from argent.data.images import load_image
@@ -456,7 +464,8 @@ class HFITMVerifier(Verifier):
             for start in range(0, len(samples), self.batch_size):
                 stop = start + self.batch_size
                 inputs = self.processor(images=[load_image(s.image_path) for s in samples[start:stop]],
-                                        text=list(texts[start:stop]), padding=True, return_tensors="pt").to(self.device)
+                                        text=list(texts[start:stop]), padding=True, truncation=True,
+                                        return_tensors="pt").to(self.device)
                 logits = self.model(**inputs, use_itm_head=True).itm_score
                 out.append(logits.softmax(-1)[:, 1].double().cpu().numpy())
         return np.concatenate(out)

@@ -11,9 +11,9 @@ GT_i = the texts of the chains of every sample on image i; radii from ``Scorer.t
 - for each threshold, the pool text with the highest similarity among those with radius ≤ it;
   appended when it differs from the previous one (ties in similarity: pool order);
 - precision = |set(preds) ∩ GT| / max(1, |set(preds)|); recall = ¼ Σ_k 1[a level-k GT text ∈ preds];
-- removal at k: the texts of the k images most similar to image i (image–image score of the
-  neighbour scorer; ties by row; images of the same picture excluded) leave the pool, except
-  texts that are themselves in GT_i.
+- removal at k: the texts of the k pictures most similar to image i (image–image score of the
+  neighbour scorer; ties by row; a picture = all samples sharing an image id, never i's own)
+  leave the pool, except texts that are themselves in GT_i.
 Means over images, in percent.
 """
 
@@ -40,15 +40,25 @@ def image_groups(image_ids: list[int]) -> list[np.ndarray]:
     return [np.array(by_image[image_id]) for image_id in image_ids]
 
 
-def neighbours(image_sim: np.ndarray, groups: list[np.ndarray], k: int) -> list[np.ndarray]:
-    """Each image's k most similar other images (best first; ties by row). image_sim: (N, N)."""
-    if k == 0:
-        return [np.zeros(0, dtype=np.int64) for _ in groups]
+def neighbours(image_sim: np.ndarray, image_ids: list[int], k: int) -> list[np.ndarray]:
+    """Samples of each image's k most similar other pictures (ties by row). image_sim: (N, N).
+
+    Samples sharing an image id are one picture: it is never its own neighbour, and a neighbour
+    picture brings the captions of all its samples.
+    """
+    by_image: dict[int, list[int]] = {}
+    for j, image_id in enumerate(image_ids):
+        by_image.setdefault(image_id, []).append(j)
     out = []
     for i, row in enumerate(image_sim):
-        order = np.argsort(-row, kind="stable")
-        order = order[~np.isin(order, groups[i])]
-        out.append(order[:k])
+        picked: list[int] = []
+        if k > 0:
+            for j in np.argsort(-row, kind="stable"):
+                if image_ids[j] != image_ids[i] and image_ids[j] not in picked:
+                    picked.append(image_ids[j])
+                    if len(picked) == k:
+                        break
+        out.append(np.array([m for image_id in picked for m in by_image[image_id]], dtype=np.int64))
     return out
 
 
@@ -99,7 +109,7 @@ def false_negative_table(
     gt_levels = [[set(chain_ids[g, level].tolist()) for level in range(N_LEVELS)] for g in groups]
     rows = []
     for k in ks:
-        near = neighbours(image_sim, groups, k)
+        near = neighbours(image_sim, image_ids, k)
         prec, rec, removed = [], [], []
         for i in range(n):
             gt = set().union(*gt_levels[i])

@@ -143,11 +143,14 @@ def train(
     resume: str = "no",
     batches: Callable[[int], Iterator[dict[str, Any]]] | None = None,
     batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
+    on_checkpoint: Callable[[int, DualEncoder], None] | None = None,
 ) -> dict[str, Any]:
     """Train one run. ``resume``: "no" (start fresh), "strict" (continue from the checkpoint; refuse one
     made under a different config), "auto" (continue when compatible, else start fresh; for the
     workflow, where a changed config must retrain). ``batches(start_batch)`` overrides the configured loader (tests, benchmarks);
-    ``batch_hook(step, batch)`` may alter a batch (fault injection in tests)."""
+    ``batch_hook(step, batch)`` may alter a batch (fault injection in tests); ``on_checkpoint(step,
+    model)`` runs on rank 0 after every checkpoint (e.g. a validation score for an Optuna pruner; an
+    exception it raises stops training with the checkpoint already saved)."""
     files = RunFiles(Path(out_dir))
     ctx = dist_utils.setup(cfg.train.device)
     device, is_main = ctx.device, ctx.rank == 0
@@ -274,6 +277,11 @@ def train(
                 progress.advance(step)
             if step % cfg.train.checkpoint_every == 0 and step < cfg.train.steps:
                 save(step)
+                if on_checkpoint and is_main:
+                    model.eval()
+                    with torch.no_grad():
+                        on_checkpoint(step, model)
+                    model.train()
         save(step)
         if is_main:
             metrics_file.close()
@@ -309,7 +317,8 @@ def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, s
     return iter(train_loader(
         negatives_config(cfg), batch_size=per_rank, image_size=cfg.model.image_size, context_length=cfg.model.context_length,
         use_boxes=cfg.variant.use_boxes, seed=cfg.seed, rank=ctx.rank, world_size=ctx.world_size,
-        num_workers=cfg.train.num_workers, start_batch=start_batch,
+        num_workers=cfg.train.num_workers, start_batch=start_batch, shuffle_buffer=cfg.train.shuffle_buffer,
+        negatives_mode=None if cfg.variant.hard_negatives == "none" else cfg.variant.hard_negatives,
     ))
 
 

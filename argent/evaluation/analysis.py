@@ -80,8 +80,10 @@ def plot_norms(norms: Mapping[str, np.ndarray], path: Path, xlabel: str) -> None
     """Overlaid density histograms of norms per item type -> PNG at ``path`` (atomic)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    # Shared bin edges so the item types are comparable bar for bar.
+    edges = np.histogram_bin_edges(np.concatenate([np.asarray(v, dtype=np.float64) for v in norms.values()]), bins=40)
     for name, values in norms.items():
-        ax.hist(np.asarray(values), bins=40, density=True, histtype="step", linewidth=1.5, label=f"{name} (n={len(values)})")
+        ax.hist(np.asarray(values), bins=edges, density=True, histtype="step", linewidth=1.5, label=f"{name} (n={len(values)})")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("density")
     ax.legend(fontsize=7)

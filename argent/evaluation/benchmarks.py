@@ -41,7 +41,7 @@ class CommonOptions:
 
     protocol: str = ""
     bad_data: Literal["skip", "strict"] = "skip"  # skip-and-count or stop at the first bad item
-    limit: int = 0  # evaluate the first N items only (0 = all); per category for compositional
+    limit: int = 0  # the first N items only (0 = all); per class (zeroshot) / per category (compositional)
     batch_size: int = 64  # images / texts per encoder forward
     chunk_size: int = 1024  # queries per score block (memory ∝ chunk_size × key_chunk)
     key_chunk: int = 8192  # keys per score block
@@ -130,6 +130,7 @@ class AnalysisEntry(CommonOptions):
     hierarcaps_csv: str = ""  # images + caption levels 1–4
     image_dir: str = ""
     shards: str = ""  # grounded webdataset shards (image, caption, crop, phrase)
+    min_box_area: int = 1024  # crop rule threshold in pixels (HyCoCLIP 32·32; hiershapes' manifest gives its own)
     max_points: int = 1000  # points per item type in the projection figure
     seed: int = 0
 
@@ -179,6 +180,8 @@ def parse_benchmark(name: str, raw: Any, base_dir: str | Path | None = None) -> 
     for key in _REQUIRED[protocol]:
         if not getattr(entry, key):
             raise ConfigError(f"{where}.{key}: required for protocol {protocol!r}")
+    # The entry as written (relative paths kept), so its hash does not depend on the machine.
+    entry.as_written = dataclasses.asdict(entry)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     for key in _PATH_KEYS:
         value = getattr(entry, key, "")
@@ -201,8 +204,8 @@ def load_benchmark(config_path: str | Path, name: str, base_dir: str | Path | No
 
 
 def entry_hash(entry: CommonOptions) -> str:
-    """Hash of what changes an entry's result (not batch/chunk sizes or workers)."""
-    d = dataclasses.asdict(entry)
+    """Hash of what changes an entry's result (not batch/chunk sizes or workers), paths as written."""
+    d = dict(getattr(entry, "as_written", None) or dataclasses.asdict(entry))
     for key in ("batch_size", "chunk_size", "key_chunk", "num_workers", "block_entries"):
         d.pop(key, None)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

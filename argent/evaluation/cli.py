@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from argent.data.policy import BadDataError
+    from argent.data.taxonomy import TaxonomyError
     from argent.evaluation.benchmarks import load_benchmark
     from argent.evaluation.runner import evaluate
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
         model, cfg = load_model(args.run, device=args.device)
         result = evaluate(model, args.benchmark, entry, out_path=args.out)
-    except (ConfigError, BadDataError, FileNotFoundError) as err:
+    except (ConfigError, BadDataError, TaxonomyError, FileNotFoundError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
     head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run)}
@@ -82,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     head["size"] = cfg.size
     head["seed"] = cfg.seed
     write_json(args.out, {**head, **result})
-    metrics = {k: v for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None}
-    print(f"{head['benchmark']} ({head['protocol']}): " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in list(metrics.items())[:12]))
+    scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
+    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
+    print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {args.out}")
     return 0
 
 

@@ -73,7 +73,10 @@ def retrieval_metrics(
     _, i2t = streaming_topk(image_emb[queried], text_emb, score_fn, k_max, query_chunk, key_chunk)
     _, t2i = streaming_topk(text_emb, image_emb, score_fn, k_max, query_chunk, key_chunk)
     metrics: dict[str, float] = {}
-    for k, value in recall_at_k(i2t.cpu(), [captions_of[i] for i in queried], ks).items():
+    # A retrieved caption is a hit iff its image is the query image: compare image ids, which
+    # keeps this step vectorised (Q × k integers) however large the pool.
+    retrieved_images = caption_image[i2t.cpu()]
+    for k, value in recall_at_k(retrieved_images, torch.tensor(queried), ks).items():
         metrics[f"i2t_R@{k}"] = value
     for k, value in recall_at_k(t2i.cpu(), caption_image, ks).items():
         metrics[f"t2i_R@{k}"] = value

@@ -140,6 +140,20 @@ def _limit(items: list, limit: int) -> list:
     return items[:limit] if limit else items
 
 
+def _limit_per_group(items: list, limit: int, key: Callable[[Any], Any]) -> list:
+    """The first ``limit`` items of every group (class, category), in order; all when 0."""
+    if not limit:
+        return items
+    seen: dict[Any, int] = {}
+    out = []
+    for item in items:
+        group = key(item)
+        seen[group] = seen.get(group, 0) + 1
+        if seen[group] <= limit:
+            out.append(item)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # Protocols
 # ------------------------------------------------------------------------------------------------
@@ -150,7 +164,7 @@ def _run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_p
     from argent.data.images import eval_transform
 
     data = read_image_folder(entry.root, policy=policy)
-    samples = _limit(list(data.samples), entry.limit)
+    samples = _limit_per_group(list(data.samples), entry.limit, key=lambda s: s[1])
     templates = zeroshot.resolve_templates(entry.templates)
     taxonomy = None
     if entry.taxonomy:
@@ -326,14 +340,7 @@ def _run_compositional(model: Any, entry: CompositionalEntry, policy: BadDataPol
         if unknown:
             raise BadDataError(f"{entry.json_dir}: categories {unknown} not found; found: {found}")
         items = [it for it in items if it.category in set(entry.categories)]
-    if entry.limit:
-        per: dict[str, int] = {}
-        limited = []
-        for it in items:
-            per[it.category] = per.get(it.category, 0) + 1
-            if per[it.category] <= entry.limit:
-                limited.append(it)
-        items = limited
+    items = _limit_per_group(items, entry.limit, key=lambda it: it.category)
     policy.require_usable(len(items), entry.json_dir)
     paths = list(dict.fromkeys(it.image_path for it in items))
     image_emb, kept = encode_images(
@@ -364,9 +371,11 @@ def _run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_p
     transform = eval_transform(model.config.image_size)
 
     def add(kind: str, lifted: Tensor, unprojected: Tensor | None) -> None:
-        embeddings[kind] = lifted
+        # Both sources give images: pool them under one item type.
+        embeddings[kind] = torch.cat([embeddings[kind], lifted]) if kind in embeddings else lifted
         if unprojected is not None:
-            raw_norms[kind] = unprojected.double().norm(dim=-1)
+            norms = unprojected.double().norm(dim=-1)
+            raw_norms[kind] = torch.cat([raw_norms[kind], norms]) if kind in raw_norms else norms
 
     def images(paths: list[Path]) -> tuple[Tensor, Tensor | None]:
         lifted, kept = encode_images(model, paths, transform, entry.batch_size, policy, entry.num_workers)
@@ -439,7 +448,7 @@ def _add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, 
     from argent.data.formats.grounded import decode_record, iter_records
     from argent.data.images import eval_transform
 
-    records = iter_records(entry.shards, policy=policy)
+    records = iter_records(entry.shards, min_box_area=entry.min_box_area, policy=policy)
     samples = [s for r in islice(records, entry.limit or None) if (s := decode_record(r, policy)) is not None]
     policy.require_usable(len(samples), entry.shards)
     transform = eval_transform(model.config.image_size)

@@ -5,9 +5,11 @@ whole. Every function here walks the pool in blocks and keeps only what the metr
 
 - ``streaming_topk``: the k best keys per query. Working memory is one score block of
   ``query_chunk × key_chunk`` entries plus the running top-k (``query_chunk × 2k``), i.e.
-  about ``c · query_chunk · key_chunk · 8`` bytes in float64, where c (≈ 4–6) counts the
-  temporaries of the score function (Lorentz: inner product, clamp, arcosh). With the defaults
-  (1024 × 8192) that is ≈ 64 MiB per temporary, ≈ 0.3 GiB peak, whatever the pool size.
+  about ``c · query_chunk · key_chunk · b`` bytes, with b = 4 (float32, as ``model.similarity``
+  computes) or 8 (float64) and c ≈ 4 temporaries of the score function (Lorentz: inner
+  product, clamp, arcosh). With the defaults (1024 × 8192, float32) that is ≈ 32 MiB per
+  temporary, ≈ 130 MiB peak (measured by bench/evaluate.py), whatever the pool size: a
+  100k × 100k retrieval runs in the same budget as a 10k × 10k one.
 - ``paired_scores``: σ(x_i, y_i) for aligned rows, via the diagonal of ``chunk × chunk`` blocks
   of the pairwise score function (the pairwise similarity itself, no second formula).
 

@@ -117,19 +117,37 @@ class Operators:
         self.forms = WordForms(wordnet)
         self.noun_senses = noun_senses
         self.adj_senses = adj_senses
+        self._noun_data: Any = None
         self.co_hyponyms = lru_cache(maxsize=200_000)(self._co_hyponyms)
         self.antonyms = lru_cache(maxsize=50_000)(self._antonyms)
 
     # ---- word candidates -----------------------------------------------------------------------
 
+    def first_hypernym(self, synset: Any) -> Any | None:
+        """The first hypernym (or instance hypernym) of a noun synset in WordNet's pointer order, or None.
+
+        NLTK keeps a synset's pointers in a set, so ``synset.hypernyms()[0]`` changes from one
+        process to the next (string hashing is salted); the order is read from the database line.
+        """
+        if self._noun_data is None:  # opening a zipped file decompresses it whole: keep one handle
+            self._noun_data = self.wn.open("data.noun")
+        self._noun_data.seek(synset.offset())
+        fields = self._noun_data.readline().split("|")[0].split()
+        # offset lex_filenum ss_type w_cnt(hex) (word lex_id)*w_cnt p_cnt (symbol offset pos source/target)*p_cnt
+        i = 4 + 2 * int(fields[3], 16)
+        for k in range(int(fields[i])):
+            symbol, offset, pos = fields[i + 1 + 4 * k: i + 4 + 4 * k]
+            if symbol in ("@", "@i"):
+                return self.wn.synset_from_pos_and_offset(pos, int(offset))
+        return None
+
     def _co_hyponyms(self, lemma: str) -> tuple[str, ...]:
         """Sorted single-word co-hyponyms of ``lemma``'s first ``noun_senses`` noun senses."""
         out: set[str] = set()
         for synset in self.wn.synsets(lemma, "n")[: self.noun_senses]:
-            parents = synset.hypernyms() or synset.instance_hypernyms()
-            if not parents:
+            parent = self.first_hypernym(synset)
+            if parent is None:
                 continue
-            parent = parents[0]
             ancestors = set(synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())) | {synset}
             own = {name.lower() for name in synset.lemma_names()}
             for sibling in parent.hyponyms() + parent.instance_hyponyms():

@@ -1,0 +1,1 @@
+"""hiershapes: the embedded procedural benchmark (WordNet shape taxonomy, scenes, captions, all splits)."""
