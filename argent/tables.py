@@ -213,11 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, required=True, help="workflow config (tables, runs sections)")
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--out", type=Path, default=None, help="tables folder (default <results>/tables)")
-    p.add_argument("--figures", type=Path, default=None, help="figures folder (default <results>/figures)")
+    p.add_argument("--figures", type=Path, default=None, help="per-run figures folder (default <results>/figures/runs)")
+    p.add_argument("--curves", type=Path, default=None, help="training-curves PNG (default <results>/figures/training_curves.png)")
     args = p.parse_args(argv)
     cfg = yaml.safe_load(args.config.read_text())
     out = args.out or args.results / "tables"
-    figures = args.figures or args.results / "figures"
+    figures = args.figures or args.results / "figures" / "runs"
+    curves = args.curves or args.results / "figures" / "training_curves.png"
     out.mkdir(parents=True, exist_ok=True)
     figures.mkdir(parents=True, exist_ok=True)
 
@@ -234,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     md, records = ablation_table(agg, spec["ablations"], sizes, present)
     atomic_write_text(out / "ablations.md", md)
     write_csv(records, out / "ablations.csv")
-    training_curves(args.results / "runs", figures / "training_curves.png")
+    training_curves(args.results / "runs", curves)
     copy_run_figures(args.results / "eval", figures)
     print((out / "main.md").read_text())
     return 0

@@ -17,7 +17,14 @@ together run exactly the budget: the budget check and ``study.ask`` happen under
 mid-trial stops its heartbeat; once the grace period has passed another (or the next) worker
 marks the trial FAIL and re-runs its parameters as a new trial (that stale FAIL is then not
 counted). A worker only leaves when no trial is left to run and none is running elsewhere, so
-the last one out sees the finished study.
+the last one out sees the finished study. Raising ``n_trials`` and running again extends a study;
+a study stored with another fingerprint (space, objective, base run config, validation data) is
+refused. On a cluster, use a server database (PostgreSQL) rather than SQLite on a network disk.
+
+Trial outcomes: a pruned trial is PRUNED; a trial whose training diverges (``TrainingDiverged``)
+or whose objective is NaN is FAIL and the study goes on; any other error marks the trial FAIL and
+stops the worker (a bug or bad data should be looked at). Interrupting a worker (Ctrl-C, SIGTERM,
+SIGKILL) leaves its trial RUNNING; it goes stale and is retried.
 
 ``export_study`` (``--export-only``, and by default at the end of a worker) writes from the
 storage alone: ``best.yaml`` (``variant:`` mapping, the format ``argent train --variant-file``
@@ -151,7 +158,28 @@ def _default_space() -> dict[str, ParamSpace]:
 
 @dataclass
 class TuneConfig:
-    """The ``tune:`` section of the workflow config."""
+    """The ``tune:`` section of the workflow config, e.g.::
+
+        tune:
+          study: argent_weights
+          base_variant: argent
+          size: tiny
+          n_trials: 8
+          sampler: {name: tpe, seed: 0, n_startup_trials: 4}
+          pruner: {name: median, n_startup_trials: 2, n_warmup_steps: 100}   # steps = training steps
+          space:                                    # default: the three below (method.md §9)
+            entailment_weight: {low: 0.01, high: 1.0, log: true}
+            norm_reg_weight: {low: 0.01, high: 1.0, log: true}
+            huber_beta: {low: 0.01, high: 2.0, log: true}
+            # adaptive_weight: {choices: [intra, any]};  cement.margin_max: {low: 0.05, high: 0.2}
+          objective:
+            terms:                                  # benchmarks with split: val only
+              - {benchmark: hiershapes_pep_val, metric: auc, weight: 1.0}
+              - {benchmark: hiershapes_zeroshot_val, metric: top1, weight: 1.0}
+            direction: maximize
+          train_overrides: [train.steps=600]
+          report_every: 100
+    """
 
     study: str = ""
     base_variant: str = "argent"
@@ -678,7 +706,12 @@ def _next_trial(study: Any, spec: StudySpec) -> tuple[Any, bool]:
         trials = study.get_trials(deepcopy=False)
         waiting = any(t.state == TrialState.WAITING for t in trials)
         if waiting or budget_used(trials) < spec.tune.n_trials:
-            return study.ask(), True
+            trial = study.ask()
+            if spec.tune.heartbeat_interval:
+                # Optuna never marks a RUNNING trial without any heartbeat as stale: record the first
+                # one now, so that a worker killed before its heartbeat thread starts is still detected.
+                study._storage.record_heartbeat(trial._trial_id)
+            return trial, True
         return None, any(t.state == TrialState.RUNNING for t in trials)
 
 

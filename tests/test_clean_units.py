@@ -187,3 +187,23 @@ def test_verifier_scores_replace_alignment_but_not_ambiguity() -> None:
     # ambiguity still comes from the scorer; among the unambiguous a, b the verifier ranks b first
     assert table["reason"].to_list() == ["below_keep", "kept", "ambiguous_image", "ambiguous_caption"]
     assert table["margin"].to_list() == pytest.approx([0.7, 0.6, -0.05, -0.15])
+
+
+def test_table1_k0_agrees_with_the_evaluation_protocol() -> None:
+    """k = 0 is HierarCaps' original protocol: compare with argent.evaluation's implementation."""
+    protocol = pytest.importorskip("argent.evaluation.hierarcaps_protocol")
+    rng = np.random.default_rng(3)
+    chains = [tuple(f"t{rng.integers(0, 40)}" if level < 2 else f"s{i}-{level}" for level in range(4)) for i in range(25)]
+    chains = [c if len(set(c)) == 4 else (c[0], c[0] + "x", c[2], c[3]) for c in chains]
+    texts, chain_ids = build_pool(chains)
+    image = rng.normal(size=(25, 8))
+    text = rng.normal(size=(len(texts), 8))
+    cos = (image / np.linalg.norm(image, axis=1, keepdims=True)) @ (text / np.linalg.norm(text, axis=1, keepdims=True)).T
+    radius = rng.uniform(0.2, 1.5, size=len(texts))
+    ours = false_negative_table(cos, radius, chain_ids, list(range(25)), np.eye(25), ks=(0,), steps=50)
+    gt_levels = [[{int(chain_ids[i, k])} for k in range(4)] for i in range(25)]
+    theirs = protocol.threshold_retrieval(
+        torch.from_numpy(image), torch.from_numpy(text), torch.from_numpy(radius), gt_levels,
+        lambda x, y: torch.nn.functional.normalize(x, dim=-1) @ torch.nn.functional.normalize(y, dim=-1).T, steps=50)
+    assert ours["precision"][0] == pytest.approx(100 * theirs["threshold_precision"], abs=1e-9)
+    assert ours["recall"][0] == pytest.approx(100 * theirs["threshold_recall"], abs=1e-9)

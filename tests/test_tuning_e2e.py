@@ -106,3 +106,6 @@ def test_tune_cli_two_tiny_trials(tmp_path: Path, data: Path, monkeypatch: pytes
     # A second run of the finished study trains nothing and leaves the trials as they were.
     assert main(["--config", str(config), "--study", "weights"]) == 0
     assert [(t.number, t.value) for t in study.get_trials()] == [(t.number, t.value) for t in trials]
+    (out / "best.yaml").unlink()
+    assert main(["--config", str(config), "--study", "weights", "--export-only"]) == 0
+    assert yaml.safe_load((out / "best.yaml").read_text()) == best

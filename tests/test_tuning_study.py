@@ -56,6 +56,8 @@ def note(text):
     os.write(fd, (text + "\n").encode()); os.close(fd)
 def objective(ctx):
     note(f"start {ctx.number} {args['worker']}")
+    if ctx.number >= args["hang_from"]:
+        time.sleep(600)  # stands for a long trial; the test kills the worker here
     x = ctx.params["entailment_weight"]
     for step in range(1, args["reports"] + 1):
         time.sleep(args["sleep"])
@@ -70,9 +72,10 @@ print(json.dumps(run_study(spec, objective)))
 """
 
 
-def worker(tmp: Path, tune: dict, name: str, *, sleep: float = 0.1, reports: int = 2, barrier: bool = False) -> subprocess.Popen:
+def worker(tmp: Path, tune: dict, name: str, *, sleep: float = 0.1, reports: int = 2, barrier: bool = False,
+           hang_from: int = 1 << 30) -> subprocess.Popen:
     args = {"tune": tune, "out": str(tmp / "study"), "events": str(tmp / "events.log"), "worker": name,
-            "sleep": sleep, "reports": reports, "barrier": barrier}
+            "sleep": sleep, "reports": reports, "barrier": barrier, "hang_from": hang_from}
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     return subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(args)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -120,31 +123,24 @@ def test_two_worker_processes_finish_the_budget_exactly(tmp_path):
 
 def test_killed_worker_is_resumed_without_redoing_finished_trials(tmp_path):
     tune = {**BASE, "n_trials": 6}
-    proc = worker(tmp_path, tune, "a", sleep=0.3, reports=3)
+    proc = worker(tmp_path, tune, "a", sleep=0.05, reports=3, hang_from=2)
     deadline = time.time() + 120
-    while True:  # kill while trial 2 or later is running, with at least two trials finished
-        ev = events(tmp_path)
-        n_done = sum(k == "done" for k, _, _ in ev)
-        running = {n for k, n, _ in ev if k == "start"} - {n for k, n, _ in ev if k == "done"}
-        if n_done >= 2 and running:
-            break
+    while ("start", 2, "a") not in events(tmp_path):  # trials 0 and 1 done, trial 2 running
         assert time.time() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    killed = running.pop()
 
     spec = make_spec(tmp_path, n_trials=6)
-    before = {t.number: (t.value, t.datetime_complete) for t in stored_trials(spec)
-              if t.state == optuna.trial.TrialState.COMPLETE}
-    assert len(before) >= 2 and killed not in before
+    stored = stored_trials(spec)
+    before = {t.number: (t.value, t.datetime_complete) for t in stored if t.state == optuna.trial.TrialState.COMPLETE}
+    (killed,) = [t.number for t in stored if t.state == optuna.trial.TrialState.RUNNING]
+    assert sorted(before) == [0, 1] and killed == 2
 
-    def objective(ctx):
-        (tmp_path / "events.log").open("a").write(f"start {ctx.number} b\n")
-        (tmp_path / "events.log").open("a").write(f"done {ctx.number} b\n")
-        return ctx.params["entailment_weight"]
-
-    result = run_study(spec, objective)  # in-process second run (heartbeat 1 s, grace 2 s)
+    rerun = worker(tmp_path, tune, "b", sleep=0.05, reports=1)  # heartbeat 1 s, grace 2 s
+    out, err = rerun.communicate(timeout=180)
+    assert rerun.returncode == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
     trials = stored_trials(spec)
     by_number = {t.number: t for t in trials}
     for number, (value, completed) in before.items():  # untouched, not redone

@@ -16,9 +16,11 @@ Memory: the pair list is sparse (positives: 4 per image; negatives: pool × imag
 chains), so only those pairs are scored. Negatives are computed as ``pool × image_chunk``
 blocks of ``pairwise_exterior_angle`` holding at most ``block_entries`` angles (default 2²²,
 ≈ 32 MiB per float64 temporary, ≈ 0.2 GiB peak); positives as paired angles over
-``block_entries // D``-row gathers. What grows with the data is only the score vector itself
-(8 bytes per pair, needed whole by sklearn): 100k images × a 100-caption pool ≈ 10.4M pairs
-≈ 83 MiB.
+``block_entries // D``-row gathers. What grows with the data is the score vector, which
+sklearn needs whole for an exact AUC/AP: 8 bytes per pair to hold, and about 100 bytes per pair
+at the peak of ``roc_auc_score`` / ``average_precision_score`` (their sort and cumulative sums).
+bench/evaluate.py measures 1.0k images × a 100-caption pool (104k pairs) at ≈ 20 MiB and 100k
+images (10.4M pairs) at ≈ 1.2 GiB; the published setting (522 images × 100) is ≈ 55k pairs.
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ def pair_angles(
 
 
 def _auc_ap(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
-    labels = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))])
+    labels = np.concatenate([np.ones(len(pos), dtype=bool), np.zeros(len(neg), dtype=bool)])
     scores = np.concatenate([pos, neg])
     return float(roc_auc_score(labels, scores)), float(average_precision_score(labels, scores))
 

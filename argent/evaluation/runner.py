@@ -378,15 +378,11 @@ def _run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_p
             raw_norms[kind] = torch.cat([raw_norms[kind], norms]) if kind in raw_norms else norms
 
     def images(paths: list[Path]) -> tuple[Tensor, Tensor | None]:
-        lifted, kept = encode_images(model, paths, transform, entry.batch_size, policy, entry.num_workers)
-        raw = None
-        if not lorentz:
-            raw, _ = encode_images(model, [paths[i] for i in kept], transform, entry.batch_size, policy, entry.num_workers, project=False)
-        return lifted, raw
+        emb, _ = encode_images(model, paths, transform, entry.batch_size, policy, entry.num_workers, project=lorentz)
+        return _lifted_and_raw(emb, lorentz)
 
     def texts(items: list[str]) -> tuple[Tensor, Tensor | None]:
-        lifted = encode_texts(model, items, entry.batch_size)
-        return lifted, (None if lorentz else encode_texts(model, items, entry.batch_size, project=False))
+        return _lifted_and_raw(encode_texts(model, items, entry.batch_size, project=lorentz), lorentz)
 
     n_items = 0
     if entry.hierarcaps_csv:
@@ -437,6 +433,14 @@ def _run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_p
     return {"metrics": metrics, "counts": counts, "figures": figures}
 
 
+def _lifted_and_raw(emb: Tensor, lorentz: bool) -> tuple[Tensor, Tensor | None]:
+    """(lifted embeddings, W f or None). Euclidean models are encoded once with project=False:
+    their lifted embedding is W f/‖W f‖ by the model contract, and ‖W f‖ is the norm reported."""
+    if lorentz:
+        return emb, None
+    return torch.nn.functional.normalize(emb, dim=-1), emb
+
+
 def _add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, texts) -> int:
     """Images, captions, crops and phrases of grounded shards, via the grounded reader.
 
@@ -455,8 +459,7 @@ def _add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, 
     lorentz = model.geometry == "lorentz"
 
     def pil(images: list) -> tuple[Tensor, Tensor | None]:
-        lifted = _encode_pil(model, images, transform, entry.batch_size, project=True)
-        return lifted, (None if lorentz else _encode_pil(model, images, transform, entry.batch_size, project=False))
+        return _lifted_and_raw(_encode_pil(model, images, transform, entry.batch_size, project=lorentz), lorentz)
 
     add("image", *pil([s.image for s in samples]))
     add("caption", *texts([s.caption for s in samples]))

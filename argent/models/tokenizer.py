@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
 
 import torch
-from open_clip.tokenizer import SimpleTokenizer
+
+
+def _open_clip_tokenizer_module() -> ModuleType:
+    """open_clip's ``tokenizer.py`` without the package ``__init__``.
+
+    Importing ``open_clip`` builds its whole model zoo (timm, hub clients): seconds per process,
+    paid by every `argent` job. ``tokenizer.py`` has no relative imports, so it loads on its own;
+    the vocabulary file beside it is the same one open_clip uses.
+    """
+    if "open_clip.tokenizer" in sys.modules:
+        return sys.modules["open_clip.tokenizer"]
+    spec = importlib.util.find_spec("open_clip")  # locates the package without executing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("open-clip-torch is not installed (pip install open-clip-torch)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "tokenizer.py"
+    module_spec = importlib.util.spec_from_file_location("argent._open_clip_tokenizer", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+SimpleTokenizer = _open_clip_tokenizer_module().SimpleTokenizer
 
 VOCAB_SIZE = 49408
 

@@ -43,12 +43,8 @@ def stable_hash(obj):
 
 
 def enabled(section):
-    """A stage runs when its section says ``enabled: true``, or ``auto`` and its inputs exist."""
-    sec = config.get(section) or {}
-    flag = sec.get("enabled", False)
-    if flag == "auto":
-        return all(Path(p).exists() for p in sec.get("requires", []))
-    return bool(flag)
+    """An optional stage (tune, probe) runs when its section says ``enabled: true``."""
+    return bool((config.get(section) or {}).get("enabled", False))
 
 
 # ---- the run matrix -------------------------------------------------------------------------
@@ -57,7 +53,7 @@ TUNED_VARIANT = "argent-tuned"
 
 
 def variants():
-    names = list(config["runs"]["variants"])
+    names = [v for v in config["runs"]["variants"] if negatives_available() or not uses_negatives(v)]
     if enabled("tune") and config["tune"].get("train_best", True):
         names.append(TUNED_VARIANT)
     return [check_name(v, "runs.variants") for v in names]
@@ -99,17 +95,26 @@ def summaries():
 
 HIERSHAPES = str(Path(config["hiershapes"]["out"]))
 HIERSHAPES_MANIFEST = str(Path(HIERSHAPES) / "manifest.json")
+HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")
+_write_if_changed(HIERSHAPES_PARAMS, yaml.safe_dump(config["hiershapes"].get("params", {}), sort_keys=True))
+NLTK_DATA = R("nltk_data")
+
+
+def training_data_inputs_plain(wildcards=None):
+    """The generated training data, when training reads the embedded benchmark."""
+    return [HIERSHAPES_MANIFEST] if config["data"].get("train_shards", "").startswith(HIERSHAPES) else []
 
 
 def training_data_inputs(wildcards):
     """Files the training job needs built first (generated data, mined negatives)."""
-    inputs = []
-    if config["data"].get("train_shards", "").startswith(HIERSHAPES):
-        inputs.append(HIERSHAPES_MANIFEST)
-    negatives = negatives_for(base_variant(wildcards.variant))
-    if negatives:
-        inputs.append(negatives)
+    inputs = training_data_inputs_plain()
+    if uses_negatives(base_variant(wildcards.variant)):
+        inputs.append(config["data"]["negatives"])
     return inputs
+
+
+def clean_source(dataset):
+    return config["clean"]["datasets"][dataset]["csv"]
 
 
 # ---- benchmarks ---------------------------------------------------------------------------------
@@ -119,7 +124,7 @@ def _paths_of(entry):
     return [v for k, v in entry.items() if isinstance(v, str) and k in BENCHMARK_PATH_KEYS]
 
 
-BENCHMARK_PATH_KEYS = ("root", "csv", "images", "json", "json_dir", "taxonomy", "image_dir", "class_names")
+BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
 
 
 def benchmark_available(name):
@@ -150,8 +155,8 @@ def benchmark_inputs(wildcards):
     inputs = [str(Path(run_dir(wildcards.variant, wildcards.size, wildcards.seed)) / "summary.json")]
     if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
         inputs.append(HIERSHAPES_MANIFEST)
-    for key in ("clean_csv", "pool_csv"):
-        if key in entry and entry[key].startswith(str(RESULTS)):
+    for key in ("clean_csv", "negative_pool"):
+        if entry.get(key, "").startswith(str(RESULTS)):
             inputs.append(entry[key])
     return inputs
 
@@ -167,18 +172,24 @@ def eval_targets():
 # ---- negatives ----------------------------------------------------------------------------------
 
 
-def negatives_for(variant):
-    """The mined-negatives parquet a variant trains with, or None."""
-    try:
-        from argent.config import load_variants
+def _variant_field(variant, field):
+    from argent.config import load_variants
 
-        catalogue = load_variants(ROOT / config.get("variants_file", "config/variants.yaml"))
-        mode = catalogue[variant].get("hard_negatives", "none")
-    except KeyError:
-        return None
-    if mode == "none":
-        return None
-    return R("data", "negatives", f"train-{mode}.parquet")
+    catalogue = load_variants(ROOT / config.get("variants_file", "config/variants.yaml"))
+    if variant not in catalogue:
+        raise ValueError(f"runs.variants: {variant!r} is not in the variant catalogue; known: {sorted(catalogue)}")
+    entry = dict(catalogue[variant], **(config.get("variant_overrides") or {}).get(variant, {}))
+    return entry.get(field)
+
+
+def uses_negatives(variant):
+    return (_variant_field(variant, "hard_negatives") or "none") != "none"
+
+
+def negatives_available():
+    """Mining needs WordNet (NLTK's wordnet.zip); without it the negatives variants are left out."""
+    zip_path = config["negatives"].get("wordnet_zip", "")
+    return bool(zip_path) and Path(zip_path).is_file()
 
 
 # ---- launching ------------------------------------------------------------------------------------
@@ -190,3 +201,34 @@ def train_launcher(wildcards, threads):
     if gpus > 1:
         return f"{PY} -m torch.distributed.run --standalone --nproc_per_node {gpus} -m argent"
     return f"{PY} -m argent"
+
+
+# ---- probe and tables ---------------------------------------------------------------------------------
+
+PROBE_PARAMS = R("params", "probe.yaml")
+_write_if_changed(PROBE_PARAMS, yaml.safe_dump({"probe": config["probe"].get("options", {})}, sort_keys=True))
+
+
+def probe_targets():
+    if not config["probe"].get("enabled"):
+        return []
+    sizes = config["probe"].get("sizes") or config["runs"]["sizes"]
+    return [
+        R("probe", f"{v}-{s}", f"seed{k}.json")
+        for v in config["probe"]["variants"] if v in variants()
+        for s in sizes
+        for k in config["probe"]["seeds"]
+    ]
+
+
+def table_extras():
+    """Outputs of the optional stages that the tables and the report include."""
+    extras = probe_targets()
+    if extras:
+        extras.append(R("figures", "probe_exposure.png"))
+    if enabled("tune"):
+        extras.append(R("tune", config["tune"]["study"], "trials.csv"))
+    for dataset in config["clean"].get("datasets", {}):
+        if clean_source(dataset).startswith(HIERSHAPES) or Path(clean_source(dataset)).exists():
+            extras.append(R("data", dataset, "table1.md"))
+    return extras

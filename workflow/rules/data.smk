@@ -6,7 +6,7 @@ rule synth_hiershapes:
         manifest=HIERSHAPES_MANIFEST,
     params:
         out=HIERSHAPES,
-        args=lambda wildcards: synth_args(),
+        params_file=HIERSHAPES_PARAMS,
         hash=stable_hash(config["hiershapes"]),
     log:
         R("logs", "data", "synth_hiershapes.log"),
@@ -14,4 +14,19 @@ rule synth_hiershapes:
     resources:
         mem_mb=4000,
     shell:
-        "{PY} -m argent synth --out {params.out:q} --workers {threads} {params.args} > {log:q} 2>&1"
+        "{PY} -m argent synth --out {params.out:q} --params {params.params_file:q} --jobs {threads}"
+        " --overwrite > {log:q} 2>&1"
+
+
+rule stage_wordnet:
+    """NLTK reads WordNet only from <dir>/corpora/wordnet.zip on its search path, and not through a
+    symbolic link: copy the configured zip there."""
+    input:
+        config["negatives"].get("wordnet_zip") or [],
+    output:
+        NLTK_DATA + "/corpora/wordnet.zip",
+    log:
+        R("logs", "data", "stage_wordnet.log"),
+    threads: 1
+    shell:
+        "cp {input:q} {output:q} > {log:q} 2>&1"

@@ -11,19 +11,22 @@ rule tables:
         main_csv=R("tables", "main.csv"),
         ablations_md=report(R("tables", "ablations.md"), caption="../report/ablations_table.rst", category="Tables"),
         ablations_csv=R("tables", "ablations.csv"),
+        curves=report(R("figures", "training_curves.png"), caption="../report/curves.rst", category="Figures"),
         figures=report(
-            directory(R("figures")),
+            directory(R("figures", "runs")),
             patterns=["{name}.png"],
             caption="../report/figures.rst",
             category="Figures",
         ),
     params:
+        out=R("tables"),
         config=EFFECTIVE_CONFIG,
+        results=str(RESULTS),
         skipped=skipped_benchmarks(),
         hash=stable_hash([config.get("tables", {}), config["runs"]]),
     log:
         R("logs", "tables.log"),
     threads: 1
     shell:
-        "{PY} -m argent tables --config {params.config:q} --results {RESULTS:q} --out {R('tables')} "
-        "--figures {output.figures:q} > {log:q} 2>&1"
+        "{PY} -m argent tables --config {params.config:q} --results {params.results:q} --out {params.out:q}"
+        " --figures {output.figures:q} --curves {output.curves:q} > {log:q} 2>&1"

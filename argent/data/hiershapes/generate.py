@@ -178,24 +178,25 @@ def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int,
     return {"split": split, "samples": count, "objects": dict(n_objects)}
 
 
-def _classification(params: HiershapesParams, root: str) -> dict[str, Any]:
+def _classification(params: HiershapesParams, root: str, split: str = "classification") -> dict[str, Any]:
+    """One single-object image folder: ``classification`` (test) or ``classification_val`` (for tuning)."""
     ctx = _context(params)
-    out = Path(root) / "classification"
+    out = Path(root) / split
     out.mkdir(parents=True, exist_ok=True)
     classes = sorted(ctx.vocab.classes, key=lambda c: c.wnid)
     lines = []
     index = 0
     for cls in classes:
         for n in range(params.per_class):
-            rng = scene_rng(params.seed, "classification", index)
+            rng = scene_rng(params.seed, split, index)
             scene = sample_scene(rng, ctx.vocab, ctx.palette, ctx.scene, n_objects=1, first_class=cls.synset)
             _write_bytes(out / cls.wnid / f"{n:06d}.jpg", _jpeg(ctx, scene))
-            lines.append(json.dumps({"path": f"classification/{cls.wnid}/{n:06d}.jpg", "scene": scene.to_json()}, sort_keys=True))
+            lines.append(json.dumps({"path": f"{split}/{cls.wnid}/{n:06d}.jpg", "scene": scene.to_json()}, sort_keys=True))
             index += 1
     (out / "class_names.tsv").write_text("".join(f"{c.wnid}\t{c.name}\n" for c in classes), encoding="utf-8")
     (out / "taxonomy.txt").write_text("".join(f"{p} {c}\n" for p, c in ctx.vocab.edges()), encoding="utf-8")
-    _write_bytes(Path(root) / "scenes" / "classification.jsonl", ("\n".join(lines) + "\n").encode() if lines else b"")
-    return {"split": "classification", "samples": index, "classes": len(classes)}
+    _write_bytes(Path(root) / "scenes" / f"{split}.jsonl", ("\n".join(lines) + "\n").encode() if lines else b"")
+    return {"split": split, "samples": index, "classes": len(classes)}
 
 
 def _test_pool(params: HiershapesParams) -> list[tuple[int, Scene, list[str]]]:
@@ -285,6 +286,7 @@ def _tasks(params: HiershapesParams, root: str) -> list[tuple[Any, tuple[Any, ..
         head.append((_test_splits, (params, root)))
     if params.per_class:
         head.append((_classification, (params, root)))
+        head.append((_classification, (params, root, "classification_val")))
     return head + tasks
 
 
@@ -315,7 +317,7 @@ def generate(params: HiershapesParams, out: str | Path, *, jobs: int = 1, overwr
     try:
         results = _run(_tasks(params, str(tmp)), jobs)
         counts: dict[str, Any] = {"train": 0, "val": 0, "train_shards": 0, "val_shards": 0, "classification": 0,
-                                  "classes": len(ctx.vocab.classes), "test": 0, "objects_per_scene": {}}
+                                  "classification_val": 0, "classes": len(ctx.vocab.classes), "test": 0, "objects_per_scene": {}}
         objects: Counter[int] = Counter()
         for r in results:
             counts[r["split"]] += r["samples"]

@@ -28,7 +28,7 @@ from argent.data.hiershapes.shapes import aspect_of
 from argent.data.hiershapes.vocab import Vocabulary
 
 OPPOSITE = {"left of": "right of", "right of": "left of", "above": "below", "below": "above"}
-SPLIT_IDS = {"train": 1, "val": 2, "test": 3, "classification": 4}
+SPLIT_IDS = {"train": 1, "val": 2, "test": 3, "classification": 4, "classification_val": 5}
 
 
 @dataclass(frozen=True)

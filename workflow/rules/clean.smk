@@ -1,0 +1,30 @@
+# HierarCaps cleaning (ARGENT §5): unambiguous samples, the rarely-retrieved negative pool and the
+# Table 1 false-negative analysis, per HierarCaps-format data set (the real one, the embedded one).
+
+
+rule clean_hierarcaps:
+    input:
+        # The embedded split is made by synth_hiershapes (its manifest marks it complete).
+        data=lambda w: HIERSHAPES_MANIFEST if clean_source(w.dataset).startswith(HIERSHAPES) else clean_source(w.dataset),
+    output:
+        clean=R("data", "{dataset}", "hierarcaps_clean.csv"),
+        pool=R("data", "{dataset}", "negative_pool.csv"),
+        scores=R("data", "{dataset}", "clean_scores.csv"),
+        table1=report(R("data", "{dataset}", "table1.md"), caption="../report/table1.rst", category="Tables"),
+    params:
+        csv=lambda w: clean_source(w.dataset),
+        images=lambda w: config["clean"]["datasets"][w.dataset]["images"],
+        out_dir=lambda w: R("data", w.dataset),
+        scorer=config["clean"]["scorer"],
+        keep=config["clean"]["keep"],
+        pool_size=config["clean"]["pool_size"],
+        degree_k=config["clean"]["degree_k"],
+    log:
+        R("logs", "clean", "{dataset}.log"),
+    threads: 1
+    resources:
+        mem_mb=4000,
+    shell:
+        "{PY} -m argent clean --csv {params.csv:q} --images {params.images:q} --scorer {params.scorer:q}"
+        " --keep {params.keep} --pool-size {params.pool_size} --degree-k {params.degree_k}"
+        " --out-dir {params.out_dir:q} > {log:q} 2>&1"

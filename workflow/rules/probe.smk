@@ -1,0 +1,34 @@
+# TaxGen probe: frozen towers, a projector trained on leaf questions, hypernym questions held out.
+
+
+rule probe:
+    input:
+        run=R("runs", "{variant}-{size}", "seed{seed}", "summary.json"),
+        data=HIERSHAPES_MANIFEST if config["probe"]["data"].startswith(HIERSHAPES) else [],
+    output:
+        R("probe", "{variant}-{size}", "seed{seed}.json"),
+    params:
+        run_dir=lambda w: run_dir(w.variant, w.size, w.seed),
+        data=config["probe"]["data"],
+        options=PROBE_PARAMS,
+        hash=stable_hash(config["probe"]),
+    log:
+        R("logs", "probe", "{variant}-{size}-seed{seed}.log"),
+    threads: 1
+    resources:
+        mem_mb=3000,
+    shell:
+        "{PY} -m argent probe --run {params.run_dir:q} --data {params.data:q} --params {params.options:q}"
+        " --out {output:q} --threads {threads} --quiet > {log:q} 2>&1"
+
+
+rule probe_figure:
+    input:
+        probe_targets(),
+    output:
+        report(R("figures", "probe_exposure.png"), caption="../report/probe.rst", category="Figures"),
+    log:
+        R("logs", "probe", "figure.log"),
+    threads: 1
+    shell:
+        "{PY} -m argent probe --figure {input:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,39 @@
+# Optuna over γ₁, γ₂, β: parallel workers share one study (SQLite under results/ by default, any
+# SQLAlchemy URL for clusters); the export writes best.yaml, which trains as the variant argent-tuned.
+
+
+rule tune_worker:
+    input:
+        data=HIERSHAPES_MANIFEST,
+    output:
+        touch(R("tune", "{study}", "workers", "{worker}.done")),
+    params:
+        out=lambda w: R("tune", w.study),
+        config=EFFECTIVE_CONFIG,
+        hash=stable_hash(config.get("tune", {})),
+    log:
+        R("logs", "tune", "{study}-worker{worker}.log"),
+    threads: 1
+    resources:
+        mem_mb=3000,
+    shell:
+        "{PY} -m argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
+        " --no-export --threads {threads} > {log:q} 2>&1"
+
+
+rule tune_export:
+    input:
+        lambda w: expand(R("tune", "{study}", "workers", "{worker}.done"), study=w.study,
+                         worker=range(config["tune"]["workers"])),
+    output:
+        best=R("tune", "{study}", "best.yaml"),
+        trials=R("tune", "{study}", "trials.csv"),
+    params:
+        out=lambda w: R("tune", w.study),
+        config=EFFECTIVE_CONFIG,
+    log:
+        R("logs", "tune", "{study}-export.log"),
+    threads: 1
+    shell:
+        "{PY} -m argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
+        " --export-only > {log:q} 2>&1"
