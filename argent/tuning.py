@@ -1066,6 +1066,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_export:
             summary = export_study(spec)
             print(json.dumps({k: summary[k] for k in ("study", "in_budget", "budget", "finished", "best", "notes")}, default=str))
+            if summary["best"] is None:
+                print(f"argent tune: study {spec.tune.study!r} has no COMPLETE trial, so no best.yaml; see "
+                      f"{spec.out_dir / 'trials.csv'} (failure column) for why trials failed or were pruned", file=sys.stderr)
+                return 1
     except (ValueError, TuneError, FileNotFoundError) as err:  # ConfigError, BadDataError, no shards, ...
         print(f"argent tune: {err}", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ from argent.tuning import (
     budget_used,
     export_study,
     finished_in_budget,
+    main,
     parse_tune,
     run_study,
     study_spec,
@@ -275,6 +276,18 @@ def test_export_with_one_complete_trial_notes_the_missing_importance(tmp_path):
     summary = export_study(spec)
     assert any(">= 2 complete trials" in n for n in summary["notes"])
     assert (spec.out_dir / "param_importances.png").exists() and (spec.out_dir / "best.yaml").exists()
+
+
+def test_export_only_cli_without_a_complete_trial_fails_clearly(tmp_path, capsys):
+    spec = make_spec(tmp_path, n_trials=2, heartbeat_interval=0)
+    run_study(spec, lambda ctx: float("nan"))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"tune": {**BASE, "n_trials": 2}, "tracking": {"enabled": False}}))
+    assert main(["--config", str(config), "--out", str(spec.out_dir), "--export-only"]) == 1
+    assert "no COMPLETE trial" in capsys.readouterr().err
+    frame = pl.read_csv(spec.out_dir / "trials.csv")
+    assert frame["state"].to_list() == ["FAIL", "FAIL"] and frame["failure"].str.contains("nan").all()
+    assert not (spec.out_dir / "best.yaml").exists()
 
 
 def test_export_of_a_missing_study_is_a_clear_error(tmp_path):

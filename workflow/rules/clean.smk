@@ -25,6 +25,6 @@ rule clean_hierarcaps:
     resources:
         mem_mb=4000,
     shell:
-        "{PY} -m argent clean --csv {params.csv:q} --images {params.images:q} --scorer {params.scorer:q}"
+        "argent clean --csv {params.csv:q} --images {params.images:q} --scorer {params.scorer:q}"
         " --keep {params.keep} --pool-size {params.pool_size} --degree-k {params.degree_k}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"

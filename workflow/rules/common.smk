@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -12,7 +13,9 @@ from argent.config import ConfigError, check_name, experiment_from_dict
 
 ROOT = Path(workflow.basedir)
 RESULTS = Path(config["results"])
-PY = sys.executable
+
+# Rules call the `argent` CLI of the environment Snakemake runs in, whatever the caller's PATH.
+shell.prefix(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH; ")
 
 
 def R(*parts):
@@ -98,6 +101,7 @@ HIERSHAPES_MANIFEST = str(Path(HIERSHAPES) / "manifest.json")
 HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")
 _write_if_changed(HIERSHAPES_PARAMS, yaml.safe_dump(config["hiershapes"].get("params", {}), sort_keys=True))
 NLTK_DATA = R("nltk_data")
+WORDNET_ZIP = R("nltk_data", "corpora", "wordnet.zip")
 
 
 def training_data_inputs_plain(wildcards=None):
@@ -199,8 +203,8 @@ def train_launcher(wildcards, threads):
     """``python -m argent`` on one process; ``torchrun`` (free rendezvous port) for several GPUs."""
     gpus = int(config["runs"].get("gpus", 0))
     if gpus > 1:
-        return f"{PY} -m torch.distributed.run --standalone --nproc_per_node {gpus} -m argent"
-    return f"{PY} -m argent"
+        return f"torchrun --standalone --nproc_per_node {gpus} -m argent"
+    return "argent"
 
 
 # ---- probe and tables ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ rule synth_hiershapes:
     output:
         manifest=HIERSHAPES_MANIFEST,
     params:
-        out=HIERSHAPES,
+        out=lambda w, output: str(Path(output.manifest).parent),
         params_file=HIERSHAPES_PARAMS,
         hash=stable_hash(config["hiershapes"]),
     log:
@@ -14,7 +14,7 @@ rule synth_hiershapes:
     resources:
         mem_mb=4000,
     shell:
-        "{PY} -m argent synth --out {params.out:q} --params {params.params_file:q} --jobs {threads}"
+        "argent synth --out {params.out:q} --params {params.params_file:q} --jobs {threads}"
         " --overwrite > {log:q} 2>&1"
 
 
@@ -24,7 +24,7 @@ rule stage_wordnet:
     input:
         config["negatives"].get("wordnet_zip") or [],
     output:
-        NLTK_DATA + "/corpora/wordnet.zip",
+        WORDNET_ZIP,
     log:
         R("logs", "data", "stage_wordnet.log"),
     threads: 1

@@ -16,5 +16,5 @@ rule evaluate:
     resources:
         mem_mb=4000,
     shell:
-        "{PY} -m argent evaluate --run {params.run_dir:q} --benchmark {wildcards.benchmark:q}"
+        "argent evaluate --run {params.run_dir:q} --benchmark {wildcards.benchmark:q}"
         " --config {params.config:q} --out {output:q} > {log:q} 2>&1"

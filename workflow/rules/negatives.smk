@@ -4,19 +4,19 @@
 rule mine_negatives:
     input:
         data=training_data_inputs_plain,
-        wordnet=NLTK_DATA + "/corpora/wordnet.zip",
+        wordnet=WORDNET_ZIP,
     output:
         parquet=config["data"]["negatives"],
     params:
         shards=config["data"]["train_shards"],
         modes=config["negatives"]["modes"],
         seed=config["negatives"]["seed"],
-        nltk=NLTK_DATA,
+        nltk=lambda w, input: str(Path(input.wordnet).parent.parent),
     log:
         R("logs", "negatives", "mine.log"),
     threads: 1
     resources:
         mem_mb=4000,
     shell:
-        "{PY} -m argent mine {params.shards:q} --format grounded --modes {params.modes}"
+        "argent mine {params.shards:q} --format grounded --modes {params.modes}"
         " --seed {params.seed} --nltk-data {params.nltk:q} --out {output.parquet:q} > {log:q} 2>&1"

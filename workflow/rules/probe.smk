@@ -18,7 +18,7 @@ rule probe:
     resources:
         mem_mb=3000,
     shell:
-        "{PY} -m argent probe --run {params.run_dir:q} --data {params.data:q} --params {params.options:q}"
+        "argent probe --run {params.run_dir:q} --data {params.data:q} --params {params.options:q}"
         " --out {output:q} --threads {threads} --quiet > {log:q} 2>&1"
 
 
@@ -31,4 +31,4 @@ rule probe_figure:
         R("logs", "probe", "figure.log"),
     threads: 1
     shell:
-        "{PY} -m argent probe --figure {input:q} --out {output:q} > {log:q} 2>&1"
+        "argent probe --figure {input:q} --out {output:q} > {log:q} 2>&1"

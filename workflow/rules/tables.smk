@@ -19,14 +19,14 @@ rule tables:
             category="Figures",
         ),
     params:
-        out=R("tables"),
+        out=lambda w, output: str(Path(output.main_md).parent),
         config=EFFECTIVE_CONFIG,
-        results=str(RESULTS),
+        results=lambda w: str(RESULTS),
         skipped=skipped_benchmarks(),
         hash=stable_hash([config.get("tables", {}), config["runs"]]),
     log:
         R("logs", "tables.log"),
     threads: 1
     shell:
-        "{PY} -m argent tables --config {params.config:q} --results {params.results:q} --out {params.out:q}"
+        "argent tables --config {params.config:q} --results {params.results:q} --out {params.out:q}"
         " --figures {output.figures:q} --curves {output.curves:q} > {log:q} 2>&1"

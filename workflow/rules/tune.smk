@@ -8,7 +8,7 @@ rule tune_worker:
     output:
         touch(R("tune", "{study}", "workers", "{worker}.done")),
     params:
-        out=lambda w: R("tune", w.study),
+        out=lambda w, output: str(Path(output[0]).parent.parent),
         config=EFFECTIVE_CONFIG,
         hash=stable_hash(config.get("tune", {})),
     log:
@@ -17,7 +17,7 @@ rule tune_worker:
     resources:
         mem_mb=3000,
     shell:
-        "{PY} -m argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
+        "argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
         " --no-export --threads {threads} > {log:q} 2>&1"
 
 
@@ -29,11 +29,11 @@ rule tune_export:
         best=R("tune", "{study}", "best.yaml"),
         trials=R("tune", "{study}", "trials.csv"),
     params:
-        out=lambda w: R("tune", w.study),
+        out=lambda w, output: str(Path(output.best).parent),
         config=EFFECTIVE_CONFIG,
     log:
         R("logs", "tune", "{study}-export.log"),
     threads: 1
     shell:
-        "{PY} -m argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
+        "argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
         " --export-only > {log:q} 2>&1"
