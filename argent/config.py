@@ -378,8 +378,8 @@ def load_experiment(
 ) -> ExperimentConfig:
     """Resolve one run's config from the workflow config file.
 
-    Sections read: ``variants_file`` (path, relative to the config's folder's parent, i.e. the
-    project root), ``variant_overrides.<name>``, ``model.<size>``, ``optim``, ``train``,
+    Sections read: ``variants_file`` (a relative path is taken from the working directory, the
+    project root when the workflow runs it), ``variant_overrides.<name>``, ``model.<size>``, ``optim``, ``train``,
     ``train_by_size.<size>``, ``data``, ``tracking``. ``overrides`` are ``key.path=value`` strings
     applied last (e.g. ``train.steps=10``, ``variant.huber_beta=0.5``).
     """
@@ -387,7 +387,7 @@ def load_experiment(
     cfg = load_yaml(config_path)
     for text in overrides:
         cfg = deep_merge(cfg, parse_override(text))
-    return experiment_from_dict(cfg, variant, size, seed, base_dir=config_path.parent.parent, variant_overrides=variant_overrides)
+    return experiment_from_dict(cfg, variant, size, seed, base_dir=Path.cwd(), variant_overrides=variant_overrides)
 
 
 def experiment_from_dict(

@@ -109,3 +109,19 @@ def test_unreachable_tracking_does_not_fail_training(tmp_path):
     assert summary["steps"] == 2
     assert (tmp_path / "run" / "summary.json").exists()
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 1
+
+
+def test_track_command_resends_a_finished_run(tmp_path):
+    import mlflow
+
+    from argent.engine.tracking import main as track_main
+
+    run_dir = tmp_path / "results" / "runs" / "clip-tiny" / "seed0"
+    train(tiny_cfg(variant="clip", steps=4), run_dir, batches=stream)  # tracking disabled while training
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert track_main(["--run", str(run_dir), "--uri", uri]) == 0
+    assert track_main(["--run", str(run_dir), "--uri", uri]) == 0  # idempotent: same MLflow run, no duplicates
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 1
+    assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "loss")] == [2, 4]

@@ -1,7 +1,12 @@
-"""``argent evaluate``: score a trained run on one benchmark of the workflow config.
+"""``argent evaluate``: score a trained run on benchmarks of the workflow config.
 
     argent evaluate --run results/runs/argent-tiny/seed0 --benchmark hiershapes_zeroshot \\
         --config config/config.yaml --out results/eval/argent-tiny/seed0/hiershapes_zeroshot.json
+    argent evaluate --run ... --benchmark a b c --config ... --out-dir results/eval/argent-tiny/seed0
+
+Several benchmarks in one call load the model once (the workflow does this: one job per run) and
+write ``<out-dir>/<benchmark>.json`` each; a benchmark that fails does not stop the others, and the
+exit status says whether any failed.
 
 The benchmark is the entry ``benchmarks.<name>`` of the config (see
 ``argent.evaluation.benchmarks``). The JSON holds: benchmark, protocol, run, config_hash (the
@@ -45,9 +50,11 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="argent evaluate", description=__doc__.split("\n\n")[0])
     p.add_argument("--run", required=True, type=Path, help="run folder (config.yaml + checkpoint.pt)")
-    p.add_argument("--benchmark", required=True, help="name of an entry under 'benchmarks:' in --config")
+    p.add_argument("--benchmark", required=True, nargs="+", help="name(s) of entries under 'benchmarks:' in --config")
     p.add_argument("--config", required=True, type=Path, help="workflow config YAML holding the benchmarks section")
-    p.add_argument("--out", required=True, type=Path, help="result JSON (written atomically)")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", type=Path, help="result JSON for a single benchmark (written atomically)")
+    out.add_argument("--out-dir", type=Path, help="folder for <benchmark>.json, one per benchmark")
     p.add_argument("--device", default="cpu", help="torch device for encoding and scoring (default: cpu)")
     p.add_argument(
         "--base-dir", type=Path, default=None, help="resolve relative data paths against this folder (default: cwd)"
@@ -68,24 +75,35 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.out and len(args.benchmark) > 1:
+        print("argent evaluate: --out takes one benchmark; use --out-dir for several", file=sys.stderr)
+        return 2
     try:
-        entry = load_benchmark(args.config, args.benchmark, args.base_dir)
+        entries = {name: load_benchmark(args.config, name, args.base_dir) for name in args.benchmark}
         from argent.engine.checkpoint import load_model
 
         model, cfg = load_model(args.run, device=args.device)
-        result = evaluate(model, args.benchmark, entry, out_path=args.out)
-    except (ConfigError, BadDataError, TaxonomyError, FileNotFoundError) as err:
+    except (ConfigError, FileNotFoundError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
-    head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run)}
-    head["config_hash"] = cfg.result_hash()
-    head["variant"] = cfg.variant_name
-    head["size"] = cfg.size
-    head["seed"] = cfg.seed
-    write_json(args.out, {**head, **result})
-    scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
-    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
-    print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {args.out}")
+    failed = []
+    for name, entry in entries.items():
+        out_path = args.out or args.out_dir / f"{name}.json"
+        try:
+            result = evaluate(model, name, entry, out_path=out_path)
+        except (ConfigError, BadDataError, TaxonomyError, FileNotFoundError) as err:
+            print(f"argent evaluate: {name}: {err}", file=sys.stderr)
+            failed.append(name)
+            continue
+        head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run),
+                "config_hash": cfg.result_hash(), "variant": cfg.variant_name, "size": cfg.size, "seed": cfg.seed}
+        write_json(out_path, {**head, **result})
+        scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
+        print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
+    if failed:
+        print(f"argent evaluate: failed: {failed}", file=sys.stderr)
+        return 2
     return 0
 
 

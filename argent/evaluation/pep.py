@@ -19,8 +19,8 @@ blocks of ``pairwise_exterior_angle`` holding at most ``block_entries`` angles (
 ``block_entries // D``-row gathers. What grows with the data is the score vector, which
 sklearn needs whole for an exact AUC/AP: 8 bytes per pair to hold, and about 100 bytes per pair
 at the peak of ``roc_auc_score`` / ``average_precision_score`` (their sort and cumulative sums).
-bench/evaluate.py measures 1.0k images × a 100-caption pool (104k pairs) at ≈ 20 MiB and 100k
-images (10.4M pairs) at ≈ 1.2 GiB; the published setting (522 images × 100) is ≈ 55k pairs.
+bench/evaluate.py measures 1k images × a 100-caption pool (104k pairs) at ≈ 20 MiB and 100k
+images (10.4M pairs) at ≈ 1.1 GiB; the published setting (522 images × 100) is ≈ 55k pairs.
 """
 
 from __future__ import annotations

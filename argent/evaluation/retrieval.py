@@ -63,20 +63,18 @@ def retrieval_metrics(
         raise ValueError("retrieval_metrics: a caption points at an image index out of range")
     ks = sorted(set(int(k) for k in ks))
     k_max = max(ks)
-    captions_of: list[set[int]] = [set() for _ in range(image_emb.shape[0])]
-    for t, i in enumerate(caption_image.tolist()):
-        captions_of[i].add(t)
     # An image without a caption cannot be a hit as a query; it stays in the pool for t2i.
-    queried = [i for i, caps in enumerate(captions_of) if caps]
-    if not queried:
+    has_caption = torch.bincount(caption_image, minlength=image_emb.shape[0]) > 0
+    if not bool(has_caption.any()):
         raise ValueError("retrieval_metrics: no image has a caption")
-    _, i2t = streaming_topk(image_emb[queried], text_emb, score_fn, k_max, query_chunk, key_chunk)
+    queried = torch.nonzero(has_caption).squeeze(1)
+    queries = image_emb if bool(has_caption.all()) else image_emb[queried.to(image_emb.device)]  # no copy if all
+    _, i2t = streaming_topk(queries, text_emb, score_fn, k_max, query_chunk, key_chunk)
     _, t2i = streaming_topk(text_emb, image_emb, score_fn, k_max, query_chunk, key_chunk)
     metrics: dict[str, float] = {}
     # A retrieved caption is a hit iff its image is the query image: compare image ids, which
     # keeps this step vectorised (Q × k integers) however large the pool.
-    retrieved_images = caption_image[i2t.cpu()]
-    for k, value in recall_at_k(retrieved_images, torch.tensor(queried), ks).items():
+    for k, value in recall_at_k(caption_image[i2t.cpu()], queried, ks).items():
         metrics[f"i2t_R@{k}"] = value
     for k, value in recall_at_k(t2i.cpu(), caption_image, ks).items():
         metrics[f"t2i_R@{k}"] = value

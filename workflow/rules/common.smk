@@ -38,7 +38,10 @@ def _write_if_changed(path, text):
 # input of any rule: each job carries the hash of the part of the config it depends on instead, so
 # a change re-runs exactly the jobs it affects.
 EFFECTIVE_CONFIG = R("workflow_config.yaml")
-_write_if_changed(EFFECTIVE_CONFIG, yaml.safe_dump(config, sort_keys=True))
+_write_if_changed(
+    EFFECTIVE_CONFIG,
+    yaml.safe_dump({**config, "variants_file": str(ROOT / config["variants_file"])}, sort_keys=True),
+)
 
 
 def stable_hash(obj):
@@ -155,14 +158,16 @@ def skipped_benchmarks():
 
 
 def benchmark_inputs(wildcards):
-    entry = config["benchmarks"][wildcards.benchmark]
+    """The run, and whatever this DAG makes that the run's benchmarks read."""
     inputs = [str(Path(run_dir(wildcards.variant, wildcards.size, wildcards.seed)) / "summary.json")]
-    if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
-        inputs.append(HIERSHAPES_MANIFEST)
-    for key in ("clean_csv", "negative_pool"):
-        if entry.get(key, "").startswith(str(RESULTS)):
-            inputs.append(entry[key])
-    return inputs
+    for name in benchmarks():
+        entry = config["benchmarks"][name]
+        if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
+            inputs.append(HIERSHAPES_MANIFEST)
+        for key in ("clean_csv", "negative_pool"):
+            if entry.get(key, "").startswith(str(RESULTS)):
+                inputs.append(entry[key])
+    return sorted(set(inputs))
 
 
 def eval_targets():

@@ -1,20 +1,23 @@
-# One job per (run, benchmark). A benchmark is a config entry naming a protocol and its data.
+# Every benchmark of a run in one job: the model is loaded once and each benchmark's JSON is
+# written on its own (atomically). A benchmark is a config entry naming a protocol and its data.
 
 
 rule evaluate:
     input:
         benchmark_inputs,
     output:
-        R("eval", "{variant}-{size}", "seed{seed}", "{benchmark}.json"),
+        [R("eval", "{variant}-{size}", "seed{seed}", f"{b}.json") for b in benchmarks()],
     params:
         run_dir=lambda w: run_dir(w.variant, w.size, w.seed),
-        hash=lambda w: stable_hash(config["benchmarks"][w.benchmark]),
+        names=benchmarks(),
+        out_dir=lambda w, output: str(Path(output[0]).parent),
+        hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
         config=EFFECTIVE_CONFIG,
     log:
-        R("logs", "evaluate", "{variant}-{size}-seed{seed}-{benchmark}.log"),
-    threads: 1
+        R("logs", "evaluate", "{variant}-{size}-seed{seed}.log"),
+    threads: config["evaluate"].get("threads", 1)
     resources:
         mem_mb=4000,
     shell:
-        "argent evaluate --run {params.run_dir:q} --benchmark {wildcards.benchmark:q}"
-        " --config {params.config:q} --out {output:q} > {log:q} 2>&1"
+        "argent evaluate --run {params.run_dir:q} --benchmark {params.names:q} --config {params.config:q}"
+        " --out-dir {params.out_dir:q} --threads {threads} > {log:q} 2>&1"
