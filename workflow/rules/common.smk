@@ -131,7 +131,7 @@ def _paths_of(entry):
     return [v for k, v in entry.items() if isinstance(v, str) and k in BENCHMARK_PATH_KEYS]
 
 
-BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
+BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")  # files that must exist
 
 
 def benchmark_available(name):
