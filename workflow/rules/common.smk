@@ -65,12 +65,17 @@ def variants():
     return [check_name(v, "runs.variants") for v in names]
 
 
+def seeds_of(variant):
+    """runs.seeds, or the variant's own list in runs.seeds_by_variant (e.g. fewer for ablations)."""
+    return (config["runs"].get("seeds_by_variant") or {}).get(variant, config["runs"]["seeds"])
+
+
 def run_keys():
     return [
         (v, check_name(s, "runs.size"), int(k))
         for v in variants()
         for s in config["runs"]["sizes"]
-        for k in config["runs"]["seeds"]
+        for k in seeds_of(v)
     ]
 
 
