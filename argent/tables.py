@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -28,21 +27,10 @@ from typing import Any
 import polars as pl
 import yaml
 
-from argent.engine.checkpoint import atomic_write_text
+from argent.io import atomic_output, atomic_write_bytes, atomic_write_text, flatten
 
 PUBLISHED = Path(__file__).parent / "resources" / "published.yaml"
 RUN_DIR_PARTS = 3  # <variant>-<size>/seed<k>/<benchmark>.json
-
-
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in d.items():
-        name = f"{prefix}/{key}" if prefix else str(key)
-        if isinstance(value, dict):
-            out.update(flatten(value, name))
-        else:
-            out[name] = value
-    return out
 
 
 def split_run(name: str) -> tuple[str, str]:
@@ -61,7 +49,7 @@ def collect(eval_dir: Path) -> pl.DataFrame:
             data = json.loads(path.read_text())
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: not valid JSON ({err}); delete it and re-run its evaluate job") from None
-        for metric, value in flatten(data.get("metrics", {})).items():
+        for metric, value in flatten(data.get("metrics", {}), sep="/").items():
             if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
                 rows.append({"variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
                              "metric": metric, "value": None if value is None else float(value)})
@@ -143,9 +131,8 @@ def published_markdown(key: str) -> str:
 
 
 def write_csv(records: list[dict[str, Any]], path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    pl.DataFrame(records, infer_schema_length=None).write_csv(tmp)
-    os.replace(tmp, path)
+    with atomic_output(path) as tmp:
+        pl.DataFrame(records, infer_schema_length=None).write_csv(tmp)
 
 
 def main_table(agg: pl.DataFrame, spec: dict[str, Any], sizes: list[str], present: set[str]) -> tuple[str, list]:
@@ -232,15 +219,15 @@ def training_curves(runs_dir: Path, out: Path, keys: tuple[str, ...] = ("loss", 
         ax.set_xlabel("step")
     axes[0][0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(out, dpi=90)
+    with atomic_output(out) as tmp:
+        fig.savefig(tmp, dpi=90)
     plt.close(fig)
 
 
 def copy_run_figures(eval_dir: Path, figures: Path) -> None:
     """Figures the analysis benchmark wrote beside its JSON, renamed per run."""
     for png in sorted(eval_dir.glob("*/seed*/*.png")):
-        target = figures / f"{png.parents[1].name}-{png.parent.name}-{png.name}"
-        target.write_bytes(png.read_bytes())
+        atomic_write_bytes(figures / f"{png.parents[1].name}-{png.parent.name}-{png.name}", png.read_bytes())
 
 
 def main(argv: list[str] | None = None) -> int:

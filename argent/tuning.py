@@ -46,7 +46,6 @@ import logging
 import math
 import os
 import sys
-import tempfile
 import time
 import typing
 import warnings
@@ -57,6 +56,7 @@ from typing import Any, Literal
 
 import yaml
 
+from argent.io import atomic_output
 from argent.config import (
     ConfigError,
     TrackingConfig,
@@ -872,15 +872,8 @@ def _check_space_values(tune: TuneConfig, objective: TrainingObjective) -> None:
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_output(path) as tmp:
+        write(tmp)
 
 
 def _trials_frame(trials: list[Any], space: dict[str, ParamSpace]) -> Any:

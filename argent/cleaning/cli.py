@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from argent.cleaning.scorers import (
 from argent.cleaning.table1 import build_pool, false_negative_table, to_markdown
 from argent.data.formats.hierarcaps import HierarCapsSample, read_header_raw, read_hierarcaps_records
 from argent.data.policy import BadDataError, BadDataPolicy
+from argent.io import atomic_write_text
 
 FLOAT_PRECISION = 6  # written scores: enough to rank, stable across BLAS rounding in the last bits
 
@@ -87,18 +87,7 @@ def _log(msg: str, t0: float) -> None:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)
 
 
 def _csv_text(df: pl.DataFrame) -> str:

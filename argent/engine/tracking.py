@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
+from argent.io import flatten
+
 log = logging.getLogger("argent.tracking")
 
 # An unreachable server must not stall training with MLflow's default retry back-off.
@@ -27,17 +29,6 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 def default_uri(results_dir: Path) -> str:
     """SQLite store under the results folder (four slashes: absolute path)."""
     return f"sqlite:///{(results_dir / 'mlflow.db').resolve()}"
-
-
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in d.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, dict):
-            out.update(flatten(value, name))
-        else:
-            out[name] = value
-    return out
 
 
 def git_commit() -> str:

@@ -12,7 +12,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import (
     CHECKPOINT,
     atomic_torch_save,
-    atomic_write_text,
     load_checkpoint,
     rng_state,
     set_rng_state,
@@ -35,6 +33,7 @@ from argent.engine.checkpoint import (
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
 from argent.engine.tracking import Tracker, default_uri, read_metrics, run_tags
+from argent.io import atomic_output, atomic_write_text
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
@@ -374,10 +373,9 @@ def _plot_curves(files: RunFiles) -> None:
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
     fig.tight_layout()
-    tmp = files.root / ".curves.tmp.png"
-    fig.savefig(tmp, dpi=80)
+    with atomic_output(files.root / "curves.png") as tmp:
+        fig.savefig(tmp, dpi=80)
     plt.close(fig)
-    os.replace(tmp, files.root / "curves.png")
 
 
 def configure_logging() -> None:

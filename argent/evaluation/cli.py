@@ -17,34 +17,20 @@ resolved entry. It is written atomically (temp file + rename).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError
+from argent.io import atomic_write_json
 
 __all__ = ["main", "write_json"]
 
 
 def write_json(path: str | Path, data: dict[str, Any]) -> None:
     """Write ``data`` as indented JSON atomically: a reader sees the old file or the new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, sort_keys=False, allow_nan=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_json(path, data)
 
 
 def _parser() -> argparse.ArgumentParser:

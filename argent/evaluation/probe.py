@@ -86,9 +86,7 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +96,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
+
+from argent.io import atomic_output, atomic_write_json
 
 __all__ = [
     "ProbeConfig",
@@ -1161,16 +1161,9 @@ def plot_exposure(
     axes[0][-1].legend(fontsize=8)
     fig.tight_layout()
     out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".png")
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120)
-        _publishable(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        with atomic_output(out) as tmp:
+            fig.savefig(tmp, dpi=120)
     finally:
         plt.close(fig)
     return out
@@ -1244,29 +1237,9 @@ def resolve_config(args: argparse.Namespace) -> ProbeConfig:
     return cfg
 
 
-def _publishable(path: str | Path) -> None:
-    """mkstemp makes 0600 files; give the result the mode a plain open() would (0666 minus the umask)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
 def write_json(path: str | Path, data: Mapping[str, Any]) -> None:
-    """Indented JSON, atomically (tmp file + fsync + os.replace); NaN is refused."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1, allow_nan=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        _publishable(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Indented JSON, atomically; NaN is refused."""
+    atomic_write_json(path, data, indent=1)
 
 
 def main(argv: list[str] | None = None) -> int:

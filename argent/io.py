@@ -1,0 +1,66 @@
+"""Atomic file writes and small dict helpers shared by every stage.
+
+A reader (or a job killed mid-write) sees the old file or the new one, never half of one: the
+content goes to a temporary file in the same folder, which is then renamed over the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it over ``path``, else delete it.
+
+    For writers that want a file name (torch.save, polars, matplotlib): ``with atomic_output(p) as
+    tmp: df.write_csv(tmp)``. The temporary name keeps the suffix, so format-sniffing writers work.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        # mkstemp creates 0600; give the result the permissions an ordinary open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_output(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, data: Any, indent: int = 2) -> None:
+    """Indented JSON; NaN and infinities are refused (they are not JSON)."""
+    atomic_write_text(path, json.dumps(data, indent=indent, allow_nan=False) + "\n")
+
+
+def flatten(d: dict[str, Any], sep: str = ".", prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1} (``sep`` between the levels)."""
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        name = f"{prefix}{sep}{key}" if prefix else str(key)
+        if isinstance(value, dict):
+            out.update(flatten(value, sep, name))
+        else:
+            out[name] = value
+    return out
