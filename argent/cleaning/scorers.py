@@ -244,7 +244,7 @@ class _EncoderAsScorer(Scorer):
         self._encoder = encoder
 
     def embed_images(self, samples):  # pragma: no cover - never called
-        raise NotImplementedError
+        raise TypeError("a bare text encoder has no image side; EmbeddingCache only embeds texts with it")
 
     def embed_texts(self, texts):
         return np.asarray(self._encoder(list(texts)), dtype=np.float32)
