@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 import tarfile
 from collections import Counter
 from pathlib import Path
@@ -24,7 +23,6 @@ from argent.data.hiershapes import cli, taxonomy
 from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.data.policy import BadDataPolicy
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SIZES, FILLS = ("small", "medium", "large"), ("solid", "striped", "outlined")
 SMALL = dict(train_scenes=40, val_scenes=12, test_scenes=30, per_class=2, shard_size=16)
 
@@ -158,21 +156,15 @@ def test_shipped_taxonomy_is_wordnet_shaped():
         assert "plane_figure.n.01" in chain and chain[-1] == "shape.n.02"
 
 
-def test_taxonomy_command_regenerates_the_shipped_file(tmp_path):
-    wordnet_zip = SHARED / "wordnet" / "wordnet.zip"
-    if not wordnet_zip.is_file():
-        pytest.skip(f"WordNet not available at {wordnet_zip} (../shared/data absent)")
-    (tmp_path / "nltk" / "corpora").mkdir(parents=True)
-    # A copy, not a symlink: nltk refuses to open a symlinked corpus zip.
-    shutil.copyfile(wordnet_zip, tmp_path / "nltk" / "corpora" / "wordnet.zip")
+def test_taxonomy_command_regenerates_the_shipped_file(tmp_path, nltk_data):
     out = tmp_path / "taxonomy.tsv"
-    assert taxonomy.main(["--out", str(out), "--nltk-data", str(tmp_path / "nltk")]) == 0
+    assert taxonomy.main(["--out", str(out), "--nltk-data", str(nltk_data)]) == 0
     assert out.read_text() == taxonomy.SHIPPED_TAXONOMY.read_text()
-    assert taxonomy.main(["--out", str(taxonomy.SHIPPED_TAXONOMY), "--nltk-data", str(tmp_path / "nltk"), "--check"]) == 0
+    assert taxonomy.main(["--out", str(taxonomy.SHIPPED_TAXONOMY), "--nltk-data", str(nltk_data), "--check"]) == 0
     # The tree rule: a class nested under another class takes another path (square avoids
     # rectangle, via regular_polygon); a class under a class with no other path is refused.
     with pytest.raises(SystemExit, match="circle"):
-        taxonomy.main(["--out", str(out), "--nltk-data", str(tmp_path / "nltk"),
+        taxonomy.main(["--out", str(out), "--nltk-data", str(nltk_data),
                        "--classes", "circle.n.01", "ellipse.n.01"])
 
 
