@@ -1,13 +1,14 @@
-"""AdamW with per-parameter weight decay, and the warm-up + half-cosine schedule (MERU/HyCoCLIP)."""
+"""AdamW with per-parameter weight decay, and the warm-up + half-cosine schedule (MERU/HyCoCLIP).
+
+The schedule's shape, ``lr_factor``, lives in ``argent.schedule`` (the probe uses it too)."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
 
 from argent.config import OptimConfig
+from argent.schedule import lr_factor
 
 NO_DECAY_SUBSTRINGS = ("logit_scale", "visual_alpha", "textual_alpha", "curv")
 
@@ -39,14 +40,6 @@ def param_groups(model: nn.Module, cfg: OptimConfig) -> list[dict]:
 
 def build_optimizer(model: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(param_groups(model, cfg), lr=cfg.lr, betas=cfg.betas)
-
-
-def lr_factor(step: int, warmup: int, total: int) -> float:
-    """Linear warm-up to 1 over ``warmup`` steps, then cos²(π/2 · progress) down to 0 at ``total``."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return math.cos(0.5 * math.pi * min(progress, 1.0)) ** 2
 
 
 def build_scheduler(opt: torch.optim.Optimizer, cfg: OptimConfig, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
