@@ -11,8 +11,11 @@ import torch
 import yaml
 
 from argent.config import experiment_from_dict, model_from
-from argent.evaluation import probe
+from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.models import build_model
+from argent.probe import cli, figure
+from argent.probe import run as probe_run
+from argent.probe.config import ProbeOptions
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = dict(seeds=[0], levels=[0, 50, 100], ablations=["random", "systematic"], shuffles=["none", "within"],
@@ -21,8 +24,6 @@ SMALL = dict(seeds=[0], levels=[0, 50, 100], ablations=["random", "systematic"],
 
 @pytest.fixture(scope="module")
 def classification(tmp_path_factory) -> Path:
-    from argent.data.hiershapes.generate import HiershapesParams, generate
-
     out = tmp_path_factory.mktemp("hiershapes") / "hs"
     params = HiershapesParams(per_class=10, train_scenes=4, val_scenes=4, test_scenes=4, shard_size=4)
     generate(params, out, jobs=1)
@@ -36,7 +37,7 @@ def lorentz_result(classification) -> dict:
     model = build_model(model_from("tiny"), "lorentz")
     flags = [p.requires_grad for p in model.parameters()]
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    result = probe.probe_model(model, classification, cfg=probe.ProbeConfig(**SMALL))
+    result = probe_run.probe_model(model, classification, cfg=ProbeOptions(**SMALL))
     # The towers stay frozen (weights unchanged, no gradient left behind) and the caller's flags come back.
     assert [p.requires_grad for p in model.parameters()] == flags and model.training
     assert all(p.grad is None for p in model.parameters())
@@ -99,9 +100,15 @@ def _run_folder(root: Path) -> Path:
 def test_cli_and_figure(classification, lorentz_result, tmp_path):
     run = _run_folder(tmp_path)
     out = tmp_path / "probe" / "clip.json"
-    code = probe.main(["--run", str(run), "--data", str(classification), "--out", str(out), "--quiet",
-                       "--seeds", "0", "--levels", "0", "50", "100", "--ablations", "random", "--shuffles", "none",
-                       "--epochs", "1", "--batch-size", "32", "--threads", "1"])
+    config = tmp_path / "config.yaml"  # a workflow config: the probe reads its probe: section only
+    config.write_text(yaml.safe_dump({
+        "train": {"steps": 5},
+        "probe": {"data": str(classification),
+                  "options": {"seeds": [0], "levels": [0, 50, 100], "ablations": ["random"], "shuffles": ["none"],
+                              "epochs": 3, "batch_size": 32}},
+    }))
+    code = cli.main(["--config", str(config), "--set", "probe.options.epochs=1", "--run", str(run), "--out", str(out),
+                     "--quiet", "--threads", "1"])
     assert code == 0
     result = json.loads(out.read_text())
     assert result["model"]["family"] == "clip" and result["model"]["geometry"] == "euclidean"
@@ -112,22 +119,29 @@ def test_cli_and_figure(classification, lorentz_result, tmp_path):
 
     other = dict(lorentz_result, model={**lorentz_result["model"], "family": "meru"})
     other_path = tmp_path / "probe" / "meru.json"
-    probe.write_json(other_path, other)
-    points = probe.exposure_points([result, other])
+    probe_run.write_json(other_path, other)
+    points = figure.exposure_points([result, other])
     assert set(points) == {"clip", "meru"}
     assert set(points["clip"]["random"]) == {50.0, 100.0}  # no unseen split at 0 %
     png = tmp_path / "fig" / "exposure.png"
-    assert probe.main(["--figure", str(out), str(other_path), "--out", str(png)]) == 0
+    assert cli.main(["--figure", str(out), str(other_path), "--out", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_errors(classification, tmp_path, capsys):
-    assert probe.main(["--out", str(tmp_path / "x.json")]) == 2
-    assert "--run and --data" in capsys.readouterr().err
+    assert cli.main(["--out", str(tmp_path / "x.json")]) == 2
+    assert "--run is required" in capsys.readouterr().err
     run = _run_folder(tmp_path)
-    code = probe.main(["--run", str(run), "--data", str(classification), "--out", str(tmp_path / "x.json"),
-                       "--taxonomy", str(tmp_path / "missing.txt"), "--quiet"])
+    data = f"probe.data={classification}"
+    code = cli.main(["--run", str(run), "--set", data, "--out", str(tmp_path / "x.json"),
+                     "--taxonomy", str(tmp_path / "missing.txt"), "--quiet"])
     assert code == 2 and "missing.txt" in capsys.readouterr().err
-    assert probe.main(["--run", str(run), "--data", str(classification), "--out", str(tmp_path / "x.json"),
-                       "--ablations", "sideways", "--quiet"]) == 2
+    assert cli.main(["--run", str(run), "--set", data, "--out", str(tmp_path / "x.json"),
+                     "--set", "probe.options.ablations=[sideways]", "--quiet"]) == 2
+    assert "probe.options.ablations[0]: 'sideways' is not allowed" in capsys.readouterr().err
+    config = tmp_path / "config.yaml"
+    config.write_text(f"probe:\n  data: {classification}\n  options: {{epoch: 1}}\n")
+    assert cli.main(["--config", str(config), "--run", str(run), "--out", str(tmp_path / "x.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{config}: probe.options: unknown key(s) ['epoch']; allowed: ['seeds'," in err and "'epochs'" in err
     assert not (tmp_path / "x.json").exists()

@@ -1,4 +1,4 @@
-"""TaxGen probe protocol (argent.evaluation.probe): concepts, questions, split, ablations, shuffles, metrics.
+"""TaxGen probe protocol (argent.probe): concepts, questions, split, ablations, shuffles, metrics.
 
 Counts are worked out by hand on a 7-leaf taxonomy:
 
@@ -17,11 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from sklearn.metrics import f1_score
 
+from argent.config import ConfigError
+from argent.data.hiershapes.taxonomy import SHIPPED_TAXONOMY
 from argent.data.taxonomy import Taxonomy
-from argent.evaluation import probe
-from argent.evaluation.probe import (
+from argent.probe import conditions, metrics, protocol
+from argent.probe import run as probe_run
+from argent.probe.config import ProbeOptions, load_probe_section
+from argent.probe.protocol import (
     NO,
     TEST,
     TRAIN,
@@ -86,8 +91,8 @@ def test_hierarchy_errors():
 
 
 def test_question_text():
-    assert probe.question_text("octagon") == "Is there an octagon in the image?"
-    assert probe.question_text("plane figure") == "Is there a plane figure in the image?"
+    assert protocol.question_text("octagon") == "Is there an octagon in the image?"
+    assert protocol.question_text("plane figure") == "Is there a plane figure in the image?"
 
 
 # ---------------------------------------------------------------- questions
@@ -189,8 +194,8 @@ def test_full_and_leaf_only(hier, images, questions):
 
 
 def test_conditions_deduplicate_endpoints():
-    cfg = probe.ProbeConfig(levels=[0, 50, 100], shuffles=["none", "across"], shuffle_levels=[100])
-    assert probe._conditions(cfg) == [
+    cfg = ProbeOptions(levels=[0, 50, 100], shuffles=["none", "across"], shuffle_levels=[100])
+    assert conditions._conditions(cfg) == [
         ("none", "full", 0.0), ("none", "random", 50.0), ("none", "leaf_only", 100.0),
         ("none", "systematic", 50.0), ("across", "leaf_only", 100.0),
     ]
@@ -206,7 +211,7 @@ def _hypernym_sets(questions: Questions, hier, n_images: int) -> list[frozenset[
 
 
 def test_across_shuffle(hier, images):
-    mapping = probe.across_shuffle(hier.leaves, np.random.default_rng([42, 2]))
+    mapping = protocol.across_shuffle(hier.leaves, np.random.default_rng([42, 2]))
     assert sorted(mapping) == sorted(mapping.values()) == list(hier.leaves)  # a permutation
     assert any(k != v for k, v in mapping.items())  # the mapping changes
     relabelled = [mapping[leaf] for leaf in images]
@@ -218,23 +223,21 @@ def test_across_shuffle(hier, images):
 
 
 def test_within_groups_by_hand(hier):
-    groups, alone = probe.within_groups(hier)
+    groups, alone = protocol.within_groups(hier)
     # a3 ({A}) is a singleton: merged into the largest strict-subset group, {} = (c, d).
     assert groups == [("a1", "a2"), ("a3", "c", "d"), ("b1", "b2")]
     assert alone == []
     lonely = hierarchy_from_sets({"x": {"H"}, "y": {"H"}, "z": {"G"}})
-    assert probe.within_groups(lonely) == ([("x", "y")], ["z"])
+    assert protocol.within_groups(lonely) == ([("x", "y")], ["z"])
 
 
 def test_within_groups_on_hiershapes_taxonomy():
-    from argent.data.hiershapes.taxonomy import SHIPPED_TAXONOMY
-
     rows = [line.split("\t") for line in SHIPPED_TAXONOMY.read_text().splitlines()
             if line and not line.startswith("#")][1:]
     edges = [(r[1], r[0]) for r in rows if r[4] in ("node", "class")]
     classes = [r[0] for r in rows if r[4] == "class"]
     name = {r[0]: r[3] for r in rows}
-    groups, alone = probe.within_groups(hierarchy_from_taxonomy(Taxonomy.from_edges(edges), classes))
+    groups, alone = protocol.within_groups(hierarchy_from_taxonomy(Taxonomy.from_edges(edges), classes))
     named = sorted(sorted(name[x] for x in g) for g in groups)
     # circle ({conic section, ellipse}) joins the no-hypernym group; square ({polygon, isogon, regular
     # polygon}) and trapezoid ({polygon, quadrilateral}) join the {polygon} group.
@@ -245,8 +248,8 @@ def test_within_groups_on_hiershapes_taxonomy():
 
 
 def test_within_shuffle(hier, images):
-    mapping = probe.within_shuffle(hier, np.random.default_rng([42, 2]))
-    groups, _ = probe.within_groups(hier)
+    mapping = protocol.within_shuffle(hier, np.random.default_rng([42, 2]))
+    groups, _ = protocol.within_groups(hier)
     for group in groups:
         assert sorted(mapping[x] for x in group) == list(group)  # a permutation inside the group
         assert all(mapping[x] != x for x in group)  # a derangement
@@ -265,7 +268,7 @@ def test_derangement_has_no_fixed_point():
     rng = np.random.default_rng(0)
     for n in (2, 3, 7):
         for _ in range(20):
-            p = probe.derangement(n, rng)
+            p = protocol.derangement(n, rng)
             assert sorted(p) == list(range(n)) and not np.any(p == np.arange(n))
 
 
@@ -274,16 +277,16 @@ def test_macro_f1_by_hand_and_sklearn():
     y = np.array([1, 1, 0, 0])
     p = np.array([1, 0, 0, 0])
     # Yes: P 1, R ½ -> ⅔; No: P ⅔, R 1 -> 0.8
-    assert probe.macro_f1(y, p) == pytest.approx((2 / 3 + 0.8) / 2)
+    assert metrics.macro_f1(y, p) == pytest.approx((2 / 3 + 0.8) / 2)
     rng = np.random.default_rng(0)
     for _ in range(10):
         y, p = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
-        assert probe.macro_f1(y, p) == pytest.approx(f1_score(y, p, average="macro"))
+        assert metrics.macro_f1(y, p) == pytest.approx(f1_score(y, p, average="macro"))
 
 
 def test_majority_baseline_by_hand():
     y = np.array([1, 1, 1, 0, 0])
-    scores = probe._scores(y, y)
+    scores = metrics._scores(y, y)
     # always No: F1(No) = 2·(⅖·1)/(⅖ + 1) = 4/7, F1(Yes) = 0
     assert scores["always_no"] == pytest.approx(2 / 7)
     # always Yes: F1(Yes) = 2·(⅗)/(⅗ + 1) = ¾
@@ -295,7 +298,7 @@ def test_coin_baseline_matches_simulation():
     rng = np.random.default_rng(0)
     y = (rng.random(200_000) < 0.7).astype(int)
     coin = rng.integers(0, 2, len(y))
-    assert probe.coin_macro_f1(y.mean()) == pytest.approx(f1_score(y, coin, average="macro"), abs=3e-3)
+    assert metrics.coin_macro_f1(y.mean()) == pytest.approx(f1_score(y, coin, average="macro"), abs=3e-3)
 
 
 def test_split_metrics_per_category_match_sklearn():
@@ -304,7 +307,7 @@ def test_split_metrics_per_category_match_sklearn():
     qs = Questions(np.arange(n), rng.integers(0, 5, n), rng.random(n) < 0.6, rng.integers(0, 2, n).astype(np.int8))
     preds = rng.integers(0, 2, n).astype(np.int8)
     masks = {"leaf": ~qs.hypernym, "hypernym": qs.hypernym, "unseen": np.zeros(n, dtype=bool)}
-    out = probe.split_metrics(qs, preds, masks, ["l0", "l1", "h0", "h1", "h2"])
+    out = metrics.split_metrics(qs, preds, masks, ["l0", "l1", "h0", "h1", "h2"])
     assert out["unseen"] is None
     leaf = ~qs.hypernym
     assert out["leaf"]["macro_f1"] == pytest.approx(f1_score(qs.answer[leaf], preds[leaf], average="macro"))
@@ -317,22 +320,20 @@ def test_split_metrics_per_category_match_sklearn():
 
 
 def test_mean_ci_matches_scipy():
-    from scipy import stats
-
     values = [0.61, 0.7, 0.66]
-    out = probe.mean_ci(values)
+    out = metrics.mean_ci(values)
     low, high = stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values))
     assert out["mean"] == pytest.approx(np.mean(values))
     assert out["ci95"] == pytest.approx((high - low) / 2)
-    assert probe.mean_ci([0.5])["ci95"] is None
-    assert probe.mean_ci([None, 0.5, float("nan")])["n"] == 1
-    assert probe.mean_ci([])["mean"] is None
+    assert metrics.mean_ci([0.5])["ci95"] is None
+    assert metrics.mean_ci([None, 0.5, float("nan")])["n"] == 1
+    assert metrics.mean_ci([])["mean"] is None
 
 
 def test_visual_coherence_matches_pairwise_loop(hier, images):
     features = torch.randn(len(images), 6, generator=torch.Generator().manual_seed(0))
     mask = np.random.default_rng(0).random(len(images)) < 0.7
-    out = probe.visual_coherence(features, images, mask, hier)
+    out = metrics.visual_coherence(features, images, mask, hier)
     x = features.numpy().astype(np.float64)
     for h in hier.hypernyms:
         idx = [i for i in range(len(images)) if mask[i] and images[i] in hier.members[h]]
@@ -342,13 +343,50 @@ def test_visual_coherence_matches_pairwise_loop(hier, images):
 
 
 # ---------------------------------------------------------------- config and names
-def test_config_check():
-    from argent.config import ConfigError
+REPO = Path(__file__).resolve().parents[1]
 
+
+def test_config_check():
     for bad in (dict(ablations=["sideways"]), dict(levels=[120]), dict(seeds=[]),
-                dict(train_fraction=0.99, val_fraction=0.05), dict(image_features="pixels"), dict(batch_size=0)):
+                dict(train_fraction=0.99, val_fraction=0.05), dict(image_features="pixels"), dict(batch_size=0),
+                dict(warmup=1.0), dict(lr=0.0)):
         with pytest.raises(ConfigError):
-            probe.ProbeConfig(**bad).check()
+            ProbeOptions(**bad)
+
+
+@pytest.mark.parametrize("section, message", [
+    ("options: {learning_rate: 0.1}", "probe.options: unknown key(s) ['learning_rate']; allowed: ['seeds', 'ablations'"),
+    ("colour: red", "probe: unknown key(s) ['colour']; allowed: ['enabled', 'variants', 'seeds', 'sizes', 'data', 'options']"),
+    ("options: {epochs: five}", "probe.options.epochs: expected an integer, got 'five'"),
+    ("options: {lr: fast}", "probe.options.lr: expected a number, got 'fast'"),
+    ("options: {ablations: [sideways]}", "probe.options.ablations[0]: 'sideways' is not allowed; allowed: ['random', 'systematic']"),
+    ("options: {levels: [0, 120]}", "probe.options.levels: [120.0] outside [0, 100]"),
+    ("options: {batch_size: 0}", "probe.options.batch_size: must be >= 1, got 0"),
+])
+def test_config_errors_name_the_key(tmp_path: Path, section: str, message: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(f"probe:\n  {section}\n")
+    with pytest.raises(ConfigError) as err:
+        load_probe_section(path)
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+
+
+def test_config_from_file_and_overrides(tmp_path: Path):
+    path = tmp_path / "config.yaml"
+    path.write_text("probe:\n  data: imgs\n  options:\n    seeds: [1, 2]\n    levels: [0, 50]\n    epochs: 3\n"
+                    "other: {x: 1}\n")
+    section = load_probe_section(path, ["probe.options.epochs=2", "probe.options.lr=2e-3"])
+    opts = section.options
+    assert section.data == "imgs" and opts.seeds == [1, 2] and opts.levels == [0.0, 50.0]
+    assert opts.epochs == 2 and opts.lr == 2e-3  # --set wins over the file
+    assert opts.batch_size == 16 and opts.warmup == 0.03 and opts.grad_clip == 1.0  # defaults fill the rest
+    assert load_probe_section(None).options == ProbeOptions()
+    with pytest.raises(ConfigError, match=r"probe\.<key>"):
+        load_probe_section(path, ["train.steps=3"])  # the probe reads no other section: refused, not ignored
+    with pytest.raises(ConfigError, match="probe.options.epochs: expected an integer"):
+        load_probe_section(path, ["probe.options.epochs=x"])
+    for name in ("config.yaml", "smoke.yaml", "paper.yaml"):  # the shipped configs parse
+        load_probe_section(REPO / "config" / name)
 
 
 def test_read_concept_names(tmp_path: Path):
@@ -356,33 +394,19 @@ def test_read_concept_names(tmp_path: Path):
     plain.write_text("n1\tsquare\nn2\tregular polygon\n")
     table = tmp_path / "table.tsv"
     table.write_text("# comment\nwnid\tparent\tsynset\tname\tkind\nn3\t-\tx.n.01\tplane figure\tnode\n")
-    assert probe.read_concept_names(plain) == {"n1": "square", "n2": "regular polygon"}
-    assert probe.read_concept_names(table) == {"n3": "plane figure"}
+    assert probe_run.read_concept_names(plain) == {"n1": "square", "n2": "regular polygon"}
+    assert probe_run.read_concept_names(table) == {"n3": "plane figure"}
     bad = tmp_path / "bad.tsv"
     bad.write_text("n1 square\n")
     with pytest.raises(ValueError, match="bad.tsv:1"):
-        probe.read_concept_names(bad)
+        probe_run.read_concept_names(bad)
 
 
 def test_concept_names_resolution(hier, tmp_path: Path):
     leaf_names = {leaf: leaf.upper() for leaf in hier.leaves}
     with pytest.raises(ValueError, match="--names"):
-        probe._resolve_names(hier, leaf_names, [])  # hypernyms A, A1, B have no name anywhere
+        probe_run._resolve_names(hier, leaf_names, [])  # hypernyms A, A1, B have no name anywhere
     extra = tmp_path / "hyp.tsv"
     extra.write_text("A\tanimal\nA1\tbird\nB\tvehicle\n")
-    names = probe._resolve_names(hier, leaf_names, [extra])
+    names = probe_run._resolve_names(hier, leaf_names, [extra])
     assert names["A1"] == "bird" and names["a1"] == "A1"
-
-
-def test_resolve_config_from_params_and_flags(tmp_path: Path):
-    params = tmp_path / "config.yaml"
-    params.write_text("probe:\n  seeds: [1, 2]\n  levels: [0, 50]\n  epochs: 3\nother: {x: 1}\n")
-    args = probe._parser().parse_args(["--out", "x.json", "--params", str(params), "--epochs", "2"])
-    cfg = probe.resolve_config(args)
-    assert cfg.seeds == [1, 2] and cfg.levels == [0.0, 50.0] and cfg.epochs == 2  # the flag wins
-    assert cfg.lr == 1e-3 and cfg.batch_size == 16 and cfg.warmup == 0.03 and cfg.grad_clip == 1.0
-    from argent.config import ConfigError
-
-    params.write_text("probe:\n  learning_rate: 0.1\n")
-    with pytest.raises(ConfigError, match="learning_rate"):
-        probe.resolve_config(probe._parser().parse_args(["--out", "x.json", "--params", str(params)]))

@@ -7,16 +7,17 @@ import numpy as np
 import pytest
 import torch
 
-from argent.evaluation import probe
+from argent.probe import conditions, projector, protocol
+from argent.probe.config import ProbeOptions
 
 HYPERNYMS, LEAVES_PER, IMAGES_PER = "ABCD", 6, 20
 
 
-def synthetic(linear: bool, seed: int = 0) -> tuple[probe.ProbeEmbeddings, probe.Hierarchy]:
+def synthetic(linear: bool, seed: int = 0) -> tuple[conditions.ProbeEmbeddings, protocol.Hierarchy]:
     """4 hypernyms × 6 leaves × 20 images. Features = 0.5·leaf vector + noise, plus the hypernym's
     vector when ``linear``; question embeddings are random unit vectors (no text-side structure)."""
     g = torch.Generator().manual_seed(seed)
-    hier = probe.hierarchy_from_sets({f"{h}{k}": {h, "root"} for h in HYPERNYMS for k in range(LEAVES_PER)})
+    hier = protocol.hierarchy_from_sets({f"{h}{k}": {h, "root"} for h in HYPERNYMS for k in range(LEAVES_PER)})
     dim = 32
     hyper = {h: torch.randn(dim, generator=g) for h in hier.hypernyms}
     leaf = {name: torch.randn(dim, generator=g) for name in hier.leaves}
@@ -30,7 +31,7 @@ def synthetic(linear: bool, seed: int = 0) -> tuple[probe.ProbeEmbeddings, probe
             labels.append(name)
             keys.append(f"{name}_{i:03d}.jpg")
     text = torch.nn.functional.normalize(torch.randn(len(hier.concepts), dim, generator=g), dim=-1)
-    return probe.ProbeEmbeddings(torch.stack(features), labels, keys, text), hier
+    return conditions.ProbeEmbeddings(torch.stack(features), labels, keys, text), hier
 
 
 CFG = dict(seeds=[0, 1], ablations=["random"], levels=[50], shuffles=["none"], epochs=5, batch_size=16)
@@ -42,7 +43,7 @@ def results() -> dict[bool, dict]:
     out = {}
     for linear in (True, False):
         emb, hier = synthetic(linear)
-        out[linear] = probe.run_probe(emb, hier, probe.ProbeConfig(**CFG), probe.euclidean_space())
+        out[linear] = conditions.run_probe(emb, hier, ProbeOptions(**CFG), projector.euclidean_space())
     return out
 
 
@@ -86,19 +87,19 @@ def test_seeds_and_ci(results):
     unseen = _unseen(results[True])
     assert unseen["macro_f1"]["n"] == 2 and unseen["macro_f1"]["ci95"] is not None
     emb, hier = synthetic(True)
-    again = probe.run_probe(emb, hier, probe.ProbeConfig(**{**CFG, "seeds": [0]}), probe.euclidean_space())
+    again = conditions.run_probe(emb, hier, ProbeOptions(**{**CFG, "seeds": [0]}), projector.euclidean_space())
     first = results[True]["conditions"][0]["seeds"][0]
     assert again["conditions"][0]["seeds"][0]["metrics"] == first["metrics"]  # deterministic per seed
 
 
 def test_mismatched_inputs_are_rejected():
     emb, hier = synthetic(True)
-    bad = probe.ProbeEmbeddings(emb.features[:-1], emb.image_leaf, emb.keys, emb.concept_emb)
+    bad = conditions.ProbeEmbeddings(emb.features[:-1], emb.image_leaf, emb.keys, emb.concept_emb)
     with pytest.raises(ValueError, match="must match"):
-        probe.run_probe(bad, hier, probe.ProbeConfig(**CFG), probe.euclidean_space())
-    bad = probe.ProbeEmbeddings(emb.features, emb.image_leaf, emb.keys, emb.concept_emb[:-1])
+        conditions.run_probe(bad, hier, ProbeOptions(**CFG), projector.euclidean_space())
+    bad = conditions.ProbeEmbeddings(emb.features, emb.image_leaf, emb.keys, emb.concept_emb[:-1])
     with pytest.raises(ValueError, match="concept embeddings"):
-        probe.run_probe(bad, hier, probe.ProbeConfig(**CFG), probe.euclidean_space())
+        conditions.run_probe(bad, hier, ProbeOptions(**CFG), projector.euclidean_space())
 
 
 def test_train_projector_learns_a_separable_set():
@@ -106,9 +107,9 @@ def test_train_projector_learns_a_separable_set():
     x = torch.randn(64, 8)
     text = torch.nn.functional.normalize(torch.randn(2, 8), dim=-1)
     answer = (x[:, 0] > 0).numpy().astype(np.int8)  # Yes iff the first feature is positive
-    qs = probe.Questions(np.arange(64), np.zeros(64, dtype=int), np.ones(64, dtype=bool), answer)
-    cfg = probe.ProbeConfig(epochs=30, batch_size=16, lr=1e-2)
-    proj, history = probe.train_projector(x, text, qs, probe.euclidean_space(), cfg, seed=0)
-    preds = probe.predict(proj, x, text, qs, probe.euclidean_space())
+    qs = protocol.Questions(np.arange(64), np.zeros(64, dtype=int), np.ones(64, dtype=bool), answer)
+    cfg = ProbeOptions(epochs=30, batch_size=16, lr=1e-2)
+    proj, history = projector.train_projector(x, text, qs, projector.euclidean_space(), cfg, seed=0)
+    preds = projector.predict(proj, x, text, qs, projector.euclidean_space())
     assert np.mean(preds == answer) > 0.9
     assert history["steps"] == 30 * 4

@@ -219,10 +219,6 @@ def train_launcher(wildcards, threads):
 
 # ---- probe and tables ---------------------------------------------------------------------------------
 
-PROBE_PARAMS = R("params", "probe.yaml")
-_write_if_changed(PROBE_PARAMS, yaml.safe_dump({"probe": config["probe"].get("options", {})}, sort_keys=True))
-
-
 def probe_targets():
     if not config["probe"].get("enabled"):
         return []

@@ -9,8 +9,7 @@ rule probe:
         R("probe", "{variant}-{size}", "seed{seed}.json"),
     params:
         run_dir=lambda w: run_dir(w.variant, w.size, w.seed),
-        data=config["probe"]["data"],
-        options=PROBE_PARAMS,
+        config=EFFECTIVE_CONFIG,  # the probe reads its probe: section (data, options) from here
         hash=stable_hash(config["probe"]),
     log:
         R("logs", "probe", "{variant}-{size}-seed{seed}.log"),
@@ -18,7 +17,7 @@ rule probe:
     resources:
         mem_mb=3000,
     shell:
-        "argent probe --run {params.run_dir:q} --data {params.data:q} --params {params.options:q}"
+        "argent probe --config {params.config:q} --run {params.run_dir:q}"
         " --out {output:q} --threads {threads} --quiet > {log:q} 2>&1"
 
 
