@@ -221,6 +221,15 @@ def test_an_unexpected_error_fails_the_trial_and_stops_the_worker(tmp_path):
     assert t.state == optuna.trial.TrialState.FAIL and "KeyError" in t.user_attrs["failure"]
 
 
+def test_raising_the_budget_extends_the_study_by_the_difference(tmp_path):
+    assert run_study(make_spec(tmp_path, n_trials=2, heartbeat_interval=0), lambda ctx: 1.0)["ran"] == {"COMPLETE": 2}
+    assert run_study(make_spec(tmp_path, n_trials=2, heartbeat_interval=0), lambda ctx: 1.0)["ran"] == {}
+    assert run_study(make_spec(tmp_path, n_trials=5, heartbeat_interval=0), lambda ctx: 1.0)["ran"] == {"COMPLETE": 3}
+    trials = stored_trials(make_spec(tmp_path))
+    assert sorted(t.number for t in trials) == [0, 1, 2, 3, 4]
+    assert len({tuple(t.params.items()) for t in trials}) == 5, "each slot draws its own values"
+
+
 def test_a_study_with_another_config_is_refused(tmp_path):
     run_study(make_spec(tmp_path, n_trials=1, heartbeat_interval=0), lambda ctx: 1.0)
     other = make_spec(tmp_path, n_trials=1, heartbeat_interval=0,

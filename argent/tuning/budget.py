@@ -58,10 +58,17 @@ class TrialBudget:
         return {t.user_attrs["slot"] for t in self.study.get_trials(deepcopy=False, states=_LIVE)
                 if "slot" in t.user_attrs}
 
-    def issue(self, n_trials: int) -> None:
-        """Make sure slots ``0`` … ``n_trials-1`` exist (a larger ``n_trials`` extends the study)."""
+    def issue(self, n_trials: int, study: optuna.Study) -> None:
+        """Make sure slots ``0`` … ``n_trials-1`` exist (a larger ``n_trials`` extends the study).
+
+        A study whose trials predate its budget study (made by an older argent) has spent
+        ``budget_used`` slots already; those are not issued again.
+        """
         issued = self._issued()
-        for k in range(n_trials):
+        first = 0
+        if not self.study.get_trials(deepcopy=False):
+            first = budget_used(study.get_trials(deepcopy=False))
+        for k in range(first, n_trials):
             if str(k) not in issued:
                 self.study.enqueue_trial({}, user_attrs={"slot": str(k)})
 

@@ -90,6 +90,7 @@ def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.sto
                   "heartbeat_stale_trial_callback" if new_api else "failed_trial_callback": stale_trial_callback}
     if spec.storage_url.startswith("sqlite:///"):
         Path(spec.storage_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    quiet_optuna()
     for attempt in range(5):
         try:
             return optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)

@@ -30,7 +30,7 @@ from optuna.trial import TrialState
 from argent.engine.trainer import TrainingDiverged
 from argent.tuning.budget import RetryStaleTrial, TrialBudget, retried_trial_number, slot_seed
 from argent.tuning.space import sample_params
-from argent.tuning.storage import StudySpec, make_pruner, make_sampler, storage_for, open_study
+from argent.tuning.storage import StudySpec, make_pruner, make_sampler, open_study, quiet_optuna, storage_for
 from argent.tuning.tracking import RunTracker, StudyTracking
 
 __all__ = ["TrialContext", "Objective", "run_study"]
@@ -123,10 +123,11 @@ def run_study(spec: StudySpec, objective: Objective, *, max_trials: int | None =
     Returns counts of the trials this worker ran, by final state.
     """
     tune = spec.tune
+    quiet_optuna()
     budget = TrialBudget(storage_for(spec), tune.study)
     storage = storage_for(spec, RetryStaleTrial(tune.max_retry, budget))
     study = open_study(spec, storage)
-    budget.issue(tune.n_trials)
+    budget.issue(tune.n_trials, study)
     tracking = StudyTracking(spec)
     runner = _TrialRunner(spec, objective, tracking)
     poll_s = max(1.0, min(5.0, tune.heartbeat_interval / 2))
