@@ -13,7 +13,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "evaluate": ("argent.evaluation.cli", "evaluate a run on one benchmark"),
     "clean": ("argent.cleaning.cli", "clean HierarCaps and build the PEP negative pool"),
     "mine": ("argent.negatives.cli", "mine concreteness-aware hard negatives"),
-    "tune": ("argent.tuning", "run an Optuna study over loss weights"),
+    "tune": ("argent.tuning.cli", "run an Optuna study over loss weights (validation data only)"),
     "probe": ("argent.probe.cli", "taxonomic-generalisation probe"),
     "tables": ("argent.tables", "aggregate evaluation JSON into tables and figures"),
     "track": ("argent.engine.tracking", "re-send a finished run's metrics.jsonl to MLflow"),

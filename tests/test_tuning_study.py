@@ -38,7 +38,8 @@ BASE = {
     "n_trials": 8,
     "sampler": {"name": "random", "seed": 0},
     "pruner": {"name": "none"},
-    "objective": {"terms": [{"benchmark": "val_bench", "metric": "top1"}], "direction": "maximize"},
+    "objective": [{"benchmark": "val_bench", "metric": "top1"}],
+    "direction": "maximize",
     "heartbeat_interval": 1,
     "grace_period": 2,
 }
@@ -220,6 +221,15 @@ def test_an_unexpected_error_fails_the_trial_and_stops_the_worker(tmp_path):
     assert t.state == optuna.trial.TrialState.FAIL and "KeyError" in t.user_attrs["failure"]
 
 
+def test_raising_the_budget_extends_the_study_by_the_difference(tmp_path):
+    assert run_study(make_spec(tmp_path, n_trials=2, heartbeat_interval=0), lambda ctx: 1.0)["ran"] == {"COMPLETE": 2}
+    assert run_study(make_spec(tmp_path, n_trials=2, heartbeat_interval=0), lambda ctx: 1.0)["ran"] == {}
+    assert run_study(make_spec(tmp_path, n_trials=5, heartbeat_interval=0), lambda ctx: 1.0)["ran"] == {"COMPLETE": 3}
+    trials = stored_trials(make_spec(tmp_path))
+    assert sorted(t.number for t in trials) == [0, 1, 2, 3, 4]
+    assert len({tuple(t.params.items()) for t in trials}) == 5, "each slot draws its own values"
+
+
 def test_a_study_with_another_config_is_refused(tmp_path):
     run_study(make_spec(tmp_path, n_trials=1, heartbeat_interval=0), lambda ctx: 1.0)
     other = make_spec(tmp_path, n_trials=1, heartbeat_interval=0,
@@ -299,16 +309,17 @@ def test_export_of_a_missing_study_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"bogus": 1}, r"tune\.bogus: unknown key"),
-    ({"sampler": {"name": "tpe", "sed": 1}}, r"tune\.sampler\.sed: unknown key"),
-    ({"space": {"huber_beta": {"low": 0.1, "hi": 1}}}, r"tune\.space\.huber_beta\.hi: unknown key"),
-    ({"objective": {"terms": [{"benchmark": "b", "metric": "m", "wieght": 1}]}}, r"tune\.objective\.terms\[0\]\.wieght"),
+    ({"bogus": 1}, r"tune: unknown key\(s\) \['bogus'\]; allowed: \[.*'objective'"),
+    ({"sampler": {"name": "tpe", "sed": 1}}, r"tune\.sampler: unknown key\(s\) \['sed'\]; allowed: \['name', 'seed'"),
+    ({"space": {"huber_beta": {"low": 0.1, "hi": 1}}}, r"tune\.space\.huber_beta: unknown key\(s\) \['hi'\]"),
+    ({"objective": [{"benchmark": "b", "metric": "m", "wieght": 1}]}, r"tune\.objective\[0\]: unknown key\(s\) \['wieght'\]"),
+    ({"n_trials": "many"}, r"tune\.n_trials: expected an integer, got 'many'"),
     ({"space": {"not_a_field": {"low": 0.1, "high": 1}}}, r"tune\.space\.not_a_field: .*not a variant field"),
     ({"space": {"huber_beta": {"low": 0.0, "high": 1, "log": True}}}, r"tune\.space\.huber_beta\.low: a log-scale"),
     ({"space": {"huber_beta": {"low": 2.0, "high": 1.0}}}, r"low \(2.0\) must be < high"),
     ({"space": {"geometry": {"low": 0, "high": 1}}}, r"tune\.space\.geometry: .*not numeric"),
     ({"sampler": {"name": "cmaes"}}, r"tune\.sampler\.name"),
-    ({"objective": {"terms": []}}, r"tune\.objective\.terms: needs at least one"),
+    ({"objective": []}, r"tune\.objective: needs at least one"),
     ({"n_trials": 0}, r"tune\.n_trials: must be >= 1"),
     ({"train_overrides": ["train.steps"]}, r"tune\.train_overrides\[0\]"),
 ])
@@ -319,14 +330,15 @@ def test_bad_tune_sections_name_their_key(change, message):
 
 def test_defaults_search_the_three_argent_weights():
     tune = parse_tune({"study": "s", "objective": BASE["objective"]})
+    assert tune.direction == "maximize"
     assert {k: (v.low, v.high, v.log) for k, v in tune.space.items()} == {
         "entailment_weight": (0.01, 1.0, True), "norm_reg_weight": (0.01, 1.0, True), "huber_beta": (0.01, 2.0, True)}
     assert tune.sampler.name == "tpe" and tune.pruner.name == "median"
 
 
 def test_objective_benchmarks_must_be_validation_splits(tmp_path):
-    tune = parse_tune({**BASE, "objective": {"terms": [{"benchmark": "zs", "metric": "top1"},
-                                                       {"benchmark": "ret", "metric": "i2t_r5"}]}})
+    tune = parse_tune({**BASE, "objective": [{"benchmark": "zs", "metric": "top1"},
+                                             {"benchmark": "ret", "metric": "i2t_r5"}]})
     zs = {"protocol": "zeroshot", "root": str(tmp_path / "classification")}
     ret = {"protocol": "retrieval", "annotations": "a.json", "image_dir": "img"}
     with pytest.raises(ConfigError, match=r"benchmarks\.zs is not a validation benchmark \(split: None\)"):

@@ -1,16 +1,38 @@
 # Optuna over γ₁, γ₂, β: parallel workers share one study (SQLite under results/ by default, any
 # SQLAlchemy URL for clusters); the export writes best.yaml, which trains as the variant argent-tuned.
+# Trials are scored on the validation benchmarks of tune.objective only (docs/tuning.md).
+
+
+def tune_objective_entries():
+    """The benchmarks entries the study's objective reads (validation splits)."""
+    names = [term.get("benchmark", "") for term in config["tune"].get("objective") or []]
+    return {name: config["benchmarks"].get(name) or {} for name in names}
+
+
+def tune_inputs(wildcards):
+    """What a worker reads that this DAG makes: training data, and the validation benchmarks'
+    generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
+    inputs = set(training_data_inputs_plain())
+    if uses_negatives(config["tune"]["base_variant"]):
+        inputs.add(config["data"]["negatives"])
+    for entry in tune_objective_entries().values():
+        if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
+            inputs.add(HIERSHAPES_MANIFEST)
+        for key in ("clean_csv", "negative_pool"):
+            if entry.get(key, "").startswith(str(RESULTS)):
+                inputs.add(entry[key])
+    return sorted(inputs)
 
 
 rule tune_worker:
     input:
-        data=HIERSHAPES_MANIFEST,
+        tune_inputs,
     output:
         touch(R("tune", "{study}", "workers", "{worker}.done")),
     params:
         out=lambda w, output: str(Path(output[0]).parent.parent),
         config=EFFECTIVE_CONFIG,
-        hash=stable_hash(config.get("tune", {})),
+        hash=stable_hash([config.get("tune", {}), tune_objective_entries()]),
     log:
         R("logs", "tune", "{study}-worker{worker}.log"),
     threads: 1

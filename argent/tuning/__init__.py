@@ -1,0 +1,42 @@
+"""The tuning stage: an Optuna study over a variant's fields, scored on validation data only.
+
+Modules, in the order a worker uses them (docs/tuning.md tells the whole story):
+``config`` (the ``tune:`` section), ``space`` (what is searched), ``storage`` (where the study
+lives), ``budget`` (the exact trial budget across workers), ``study`` (the worker loop),
+``objective`` (train + validation score), ``tracking`` (MLflow mirror), ``export`` (best.yaml,
+trials.csv, figures), ``run`` / ``cli`` (``argent tune``).
+"""
+
+from argent.tuning.budget import budget_used, finished_in_budget
+from argent.tuning.cli import main
+from argent.tuning.config import ObjectiveTerm, TuneConfig, load_tune, parse_tune
+from argent.tuning.export import export_study
+from argent.tuning.objective import TrainingObjective, ValidationScorer, validation_benchmarks
+from argent.tuning.run import TuneRequest, run
+from argent.tuning.space import ParamSpace, sample_params, variant_overrides
+from argent.tuning.storage import StudySpec, TuneError, study_spec
+from argent.tuning.study import TrialContext, run_study
+
+__all__ = [
+    "ObjectiveTerm",
+    "ParamSpace",
+    "StudySpec",
+    "TrainingObjective",
+    "TrialContext",
+    "TuneConfig",
+    "TuneError",
+    "TuneRequest",
+    "ValidationScorer",
+    "budget_used",
+    "export_study",
+    "finished_in_budget",
+    "load_tune",
+    "main",
+    "parse_tune",
+    "run",
+    "run_study",
+    "sample_params",
+    "study_spec",
+    "validation_benchmarks",
+    "variant_overrides",
+]

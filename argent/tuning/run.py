@@ -1,0 +1,77 @@
+"""``run(request)``: one ``argent tune`` invocation (join the study, run trials, export), no argparse."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from argent.config import TrackingConfig, from_dict
+from argent.tuning.config import load_tune
+from argent.tuning.export import export_study
+from argent.tuning.objective import (
+    TrainingObjective,
+    ValidationScorer,
+    check_space_values,
+    validation_benchmarks,
+    workflow_fingerprint,
+)
+from argent.tuning.storage import StudySpec, TuneError, study_spec
+from argent.tuning.study import run_study
+
+__all__ = ["TuneRequest", "run"]
+
+
+@dataclass
+class TuneRequest:
+    """What to do: the workflow config (+ ``key.path=value`` overrides) and which part of the work."""
+
+    config: Path
+    sets: list[str] = field(default_factory=list)
+    study: str | None = None  # default: tune.study
+    out: Path | None = None  # default: <results>/tune/<study>
+    mode: Literal["all", "trials", "export"] = "all"  # trials only (parallel workers), export only, or both
+    threads: int = 0  # torch CPU threads (0: torch's default)
+
+
+def resolve(request: TuneRequest) -> tuple[StudySpec, dict]:
+    """The study's spec and the whole (overridden) workflow config."""
+    tune, workflow = load_tune(request.config, request.sets, request.study)
+    results = Path(workflow.get("results", "results"))
+    out = request.out or results / "tune" / tune.study
+    tracking = from_dict(TrackingConfig, workflow.get("tracking", {}) or {}, "tracking")
+    return study_spec(tune, out, tracking, results), workflow
+
+
+def run(request: TuneRequest) -> int:
+    """0: done; 1: exported but no COMPLETE trial (so no best.yaml); 2: a config or data error."""
+    try:
+        spec, workflow = resolve(request)
+        if request.mode != "export":
+            if request.threads > 0:
+                torch.set_num_threads(request.threads)
+            base_dir = request.config.resolve().parent.parent  # the project root, as load_experiment uses
+            entries = validation_benchmarks(spec.tune, workflow)
+            objective = TrainingObjective(spec.tune, workflow, base_dir, ValidationScorer(spec.tune.objective, entries),
+                                          spec.tracking, spec.experiment)
+            check_space_values(spec.tune, objective)
+            spec.fingerprint = workflow_fingerprint(spec.tune, entries, objective)
+            print(json.dumps(run_study(spec, objective)))
+        if request.mode != "trials":
+            summary = export_study(spec)
+            print(json.dumps({k: summary[k] for k in ("study", "in_budget", "budget", "finished", "best", "notes")},
+                             default=str))
+            if summary["best"] is None:
+                print(f"argent tune: study {spec.tune.study!r} has no COMPLETE trial, so no best.yaml; see "
+                      f"{spec.out_dir / 'trials.csv'} (failure column) for why trials failed or were pruned",
+                      file=sys.stderr)
+                return 1
+    except (ValueError, TuneError, FileNotFoundError) as err:  # ConfigError, BadDataError, no shards, ...
+        print(f"argent tune: {err}", file=sys.stderr)
+        return 2
+    return 0
+

@@ -1,0 +1,164 @@
+"""Where a study lives: its storage (SQLite in the study folder, or any SQLAlchemy URL), sampler
+and pruner, and opening it with a check that the stored study is the same study."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+import sqlalchemy
+
+from argent.config import TrackingConfig
+from argent.engine.tracking import default_uri
+from argent.tuning.config import PrunerConfig, SamplerConfig, TuneConfig
+
+__all__ = [
+    "TuneError",
+    "StudySpec",
+    "study_spec",
+    "storage_for",
+    "make_sampler",
+    "make_pruner",
+    "open_study",
+    "load_existing_study",
+    "safe_url",
+]
+
+
+class TuneError(RuntimeError):
+    """The study cannot go on (storage holds a different study, an objective metric is unknown, ...)."""
+
+
+@dataclass
+class StudySpec:
+    """Everything a worker needs to join a study: the config plus where things live."""
+
+    tune: TuneConfig
+    out_dir: Path
+    storage_url: str
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    tracking: TrackingConfig = field(default_factory=lambda: TrackingConfig(enabled=False))
+
+    @property
+    def experiment(self) -> str:
+        return f"{self.tracking.experiment}-tune-{self.tune.study}"
+
+
+def study_spec(
+    tune: TuneConfig,
+    out_dir: str | Path,
+    tracking: TrackingConfig | None = None,
+    results_dir: str | Path = "results",
+    fingerprint: dict[str, Any] | None = None,
+) -> StudySpec:
+    """Resolve storage (default: SQLite in ``out_dir``) and the MLflow URI (default: under ``results_dir``)."""
+    out = Path(out_dir).resolve()
+    storage = tune.storage or f"sqlite:///{out / 'optuna.db'}"
+    tracking = dataclasses.replace(tracking) if tracking else TrackingConfig(enabled=False)
+    if tracking.enabled and not tracking.uri:
+        tracking.uri = default_uri(Path(results_dir))
+    return StudySpec(tune=tune, out_dir=out, storage_url=storage,
+                     fingerprint=fingerprint if fingerprint is not None else tune.fingerprint(), tracking=tracking)
+
+
+def quiet_optuna() -> None:
+    """Optuna's experimental-feature notices and per-trial INFO lines would drown our log."""
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.storages.RDBStorage:
+    """An ``RDBStorage``; with heartbeats (``tune.heartbeat_interval`` > 0) when a callback is given.
+
+    Optuna's ``study.optimize`` beats the heart of the running trial; any worker that starts a
+    trial (or waits for one) fails trials whose heart stopped, and ``stale_trial_callback``
+    re-queues them.
+    """
+    # SQLite: wait for a busy database instead of failing at once (several workers write to it).
+    engine = {"connect_args": {"timeout": 120}} if spec.storage_url.startswith("sqlite") else {"pool_pre_ping": True}
+    kwargs: dict[str, Any] = {}
+    if stale_trial_callback is not None and spec.tune.heartbeat_interval:
+        new_api = hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback")  # Optuna >= 4.9 renamed the option
+        kwargs = {"heartbeat_interval": spec.tune.heartbeat_interval, "grace_period": spec.tune.grace_period or None,
+                  "heartbeat_stale_trial_callback" if new_api else "failed_trial_callback": stale_trial_callback}
+    if spec.storage_url.startswith("sqlite:///"):
+        Path(spec.storage_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    quiet_optuna()
+    for attempt in range(5):
+        try:
+            return optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)
+        except sqlalchemy.exc.SQLAlchemyError:
+            # Workers that start together on a new database race to create its tables; the loser's
+            # insert of the schema version fails. Retrying finds the tables made.
+            if attempt == 4:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def make_sampler(cfg: SamplerConfig, offset: int = 0) -> optuna.samplers.BaseSampler:
+    seed = cfg.seed + offset
+    if cfg.name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=cfg.n_startup_trials, constant_liar=cfg.constant_liar)
+
+
+def make_pruner(cfg: PrunerConfig) -> optuna.pruners.BasePruner:
+    common = dict(n_startup_trials=cfg.n_startup_trials, n_warmup_steps=cfg.n_warmup_steps,
+                  interval_steps=cfg.interval_steps, n_min_trials=cfg.n_min_trials)
+    if cfg.name == "median":
+        return optuna.pruners.MedianPruner(**common)
+    if cfg.name == "percentile":
+        return optuna.pruners.PercentilePruner(cfg.percentile, **common)
+    return optuna.pruners.NopPruner()
+
+
+def open_study(spec: StudySpec, storage: Any, sampler_offset: int = 0) -> optuna.Study:
+    """Create the study in its storage or join it; refuse one made with another fingerprint."""
+    quiet_optuna()
+    tune = spec.tune
+    # create_study(load_if_exists=True) is safe when several workers start at once.
+    study = optuna.create_study(
+        storage=storage, study_name=tune.study, direction=tune.direction,
+        sampler=make_sampler(tune.sampler, sampler_offset), pruner=make_pruner(tune.pruner), load_if_exists=True,
+    )
+    stored = study.user_attrs.get("argent_fingerprint")
+    if stored is None:
+        study.set_user_attr("argent_fingerprint", spec.fingerprint)
+    elif stored != json.loads(json.dumps(spec.fingerprint)):
+        raise TuneError(
+            f"study {tune.study!r} in {safe_url(spec.storage_url)} was made with another tune/run config "
+            f"(space, objective, base variant, training settings or data differ); its trials are not "
+            f"comparable. Use a new --study name, or delete the study's storage to start over."
+        )
+    direction = study.direction.name.lower()
+    if direction != tune.direction:
+        raise TuneError(f"study {tune.study!r} was created to {direction}, the config says {tune.direction}")
+    return study
+
+
+def load_existing_study(spec: StudySpec) -> optuna.Study:
+    """The stored study (read-only use: export); a clear error when it does not exist."""
+    quiet_optuna()
+    missing = TuneError(f"no study {spec.tune.study!r} in {safe_url(spec.storage_url)}; run argent tune first")
+    if spec.storage_url.startswith("sqlite:///") and not Path(spec.storage_url[len("sqlite:///"):]).is_file():
+        raise missing  # do not leave an empty database behind
+    try:
+        return optuna.load_study(study_name=spec.tune.study, storage=storage_for(spec))
+    except KeyError:
+        raise missing from None
+
+
+def safe_url(url: str) -> str:
+    """A storage URL without its password, for messages."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
