@@ -11,14 +11,10 @@ from PIL import Image
 
 from argent.cleaning.clean import KeepRule, rival_scores, select
 from argent.cleaning.pool import degree_table, negative_pool, retrieval_degree
-from argent.cleaning.scorers import (
-    CheckpointScorer,
-    ScorerUnavailable,
-    TextScorer,
-    make_scorer,
-    make_verifier,
-    similarity_chunked,
-)
+from argent.cleaning.image_scorers import CheckpointScorer
+from argent.cleaning.scorer_base import ScorerUnavailable, similarity_chunked
+from argent.cleaning.scorers import make_scorer, make_verifier
+from argent.cleaning.text_scorer import TextScorer
 from argent.cleaning.table1 import build_pool, false_negative_table
 from argent.data.formats.hierarcaps import HierarCapsSample
 
