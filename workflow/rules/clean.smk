@@ -15,16 +15,13 @@ rule clean_hierarcaps:
         csv=lambda w: clean_source(w.dataset),
         images=lambda w: config["clean"]["datasets"][w.dataset]["images"],
         out_dir=lambda w: R("data", w.dataset),
-        scorer=config["clean"]["scorer"],
-        keep=config["clean"]["keep"],
-        pool_size=config["clean"]["pool_size"],
-        degree_k=config["clean"]["degree_k"],
+        config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
+        hash=stable_hash(config["clean"]),
     log:
         R("logs", "clean", "{dataset}.log"),
     threads: 1
     resources:
         mem_mb=4000,
     shell:
-        "argent clean --csv {params.csv:q} --images {params.images:q} --scorer {params.scorer:q}"
-        " --keep {params.keep} --pool-size {params.pool_size} --degree-k {params.degree_k}"
+        "argent clean --config {params.config:q} --csv {params.csv:q} --images {params.images:q}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
