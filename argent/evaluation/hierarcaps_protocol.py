@@ -23,7 +23,7 @@ import torch
 from scipy.stats import kendalltau
 from torch import Tensor
 
-from argent.evaluation.scoring import ScoreFn
+from argent.evaluation.chunked_similarity import ScoreFn
 
 __all__ = ["level_order_correlation", "threshold_retrieval"]
 

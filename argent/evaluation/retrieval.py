@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from argent.evaluation.scoring import ScoreFn, streaming_topk
+from argent.evaluation.chunked_similarity import ScoreFn, streaming_topk
 
 __all__ = ["recall_at_k", "retrieval_metrics"]
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from argent import geometry as geo
-from argent.losses.distributed import gather_with_grad, rank_and_world
+from argent.losses.gather import gather_with_grad, rank_and_world
 
 __all__ = ["similarity", "ContrastiveResult", "contrastive_loss"]
 
