@@ -21,12 +21,17 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+import torch
 from PIL import Image
 
 from argent.cleaning.cli import main
 from argent.cleaning.config import CleanSection
+from argent.cleaning.image_scorers import CheckpointScorer
 from argent.cleaning.run import CleanJob, run
 from argent.cleaning.scorer_base import Scorer
+from argent.config import model_from
+from argent.data.hiershapes.cli import main as synth
+from argent.models import build_model
 
 URL = "http://images.cocodataset.org/val2014/COCO_val2014_{:012d}.jpg"
 # (caption, what the picture shows); image ids are 1000 + row index unless noted
@@ -248,13 +253,6 @@ def test_same_inputs_same_files(tmp_path: Path) -> None:
 
 def test_table1_on_the_hiershapes_hierarchy_split(tmp_path: Path) -> None:
     """The embedded benchmark's HierarCaps-format split, scored by a tiny random argent model."""
-    import torch
-
-    from argent.cleaning.image_scorers import CheckpointScorer
-    from argent.config import model_from
-    from argent.data.hiershapes.cli import main as synth
-    from argent.models import build_model
-
     assert synth(["--out", str(tmp_path / "hs"), "--seed", "0", "--train-scenes", "4", "--val-scenes", "2",
                   "--test-scenes", "40", "--per-class", "1", "--jobs", "1"]) in (0, None)
     split = tmp_path / "hs" / "hierarcaps"

@@ -16,6 +16,7 @@ import torch
 import yaml
 
 from argent.config import experiment_from_dict
+from argent.data.hiershapes import cli
 from argent.evaluation.benchmarks import parse_benchmark
 from argent.evaluation.cli import main as evaluate_main
 from argent.evaluation.runner import evaluate
@@ -28,7 +29,6 @@ SUGARCREPE = SHARED / "sugarcrepe"
 
 @pytest.fixture(scope="module")
 def hiershapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cli = pytest.importorskip("argent.data.hiershapes.cli", reason="the hiershapes generator is not installed")
     out = tmp_path_factory.mktemp("hs") / "hiershapes"
     args = ["--out", str(out), "--train-scenes", "4", "--val-scenes", "6", "--test-scenes", "10", "--per-class", "2", "--shard-size", "8"]
     assert cli.main(args) == 0

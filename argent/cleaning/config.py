@@ -2,7 +2,7 @@
 
 Parsing goes through ``argent.config.from_dict``: an unknown key names its full path and the allowed
 keys; a wrongly typed value names its path, the value and the expected type. docs/method.md
-("Cleaning HierarCaps") explains what each setting does to the kept set and the negative pool.
+§6.4 explains what each setting does to the kept set and the negative pool.
 """
 
 from __future__ import annotations

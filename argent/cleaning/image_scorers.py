@@ -39,7 +39,7 @@ def _load_images(samples: Sequence[HierarCapsSample], transform):
 
 
 class CheckpointScorer(Scorer):
-    """An argent ``DualEncoder``: ``model.similarity`` (cosine or −d), images squeezed (docs/method.md, "Retrieval protocol")."""
+    """An argent ``DualEncoder``: ``model.similarity`` (cosine or −d), images squeezed (docs/method.md §6.2)."""
 
     def __init__(self, model, device: str = "cpu", batch_size: int = 32, spec: str = "checkpoint") -> None:
         self.spec = spec
@@ -81,7 +81,7 @@ class CheckpointScorer(Scorer):
         return s.double().cpu().numpy()
 
     def text_radius(self, text_emb: np.ndarray) -> np.ndarray:
-        if self.model.geometry == "lorentz":  # root = origin O, radius = d(O, x) (docs/method.md, "HierarCaps radius protocol")
+        if self.model.geometry == "lorentz":  # root = origin O, radius = d(O, x) (docs/method.md §6.5)
             with torch.no_grad():
                 return geometry.dist0(torch.from_numpy(text_emb).double(), self.model.curv().double()).numpy()
         return super().text_radius(text_emb)

@@ -9,7 +9,7 @@ Writes into ``--out-dir``:
   reason ``bad_data:<why>``);
 - ``caption_degrees.csv`` / ``negative_pool.csv``: retrieval degree of every candidate caption / the pool
   (caption, id, degree);
-- ``table1.csv`` / ``table1.md``: the false-negative analysis (docs/method.md, "Table 1 false-negative analysis");
+- ``table1.csv`` / ``table1.md``: the false-negative analysis (docs/method.md §6.5);
 - ``summary.json``: counts, thresholds, the scorer, inputs (with SHA-256), pool degrees, Table 1.
 Same inputs and options -> the same files; each file is written atomically after all work is done.
 """

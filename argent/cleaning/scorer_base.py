@@ -52,7 +52,7 @@ class Scorer(ABC):
         return out
 
     def text_radius(self, text_emb: np.ndarray) -> np.ndarray:
-        """Radius of each text for the HierarCaps protocol (method.md §6.5): (M, D) -> (M,).
+        """Radius of each text for the HierarCaps protocol (docs/method.md §6.5): (M, D) -> (M,).
 
         Euclidean default: ‖e − r‖ with r the normalised embedding of the empty string.
         """

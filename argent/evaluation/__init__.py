@@ -1,4 +1,4 @@
-"""Evaluation protocols (design.md §5, method.md §6).
+"""Evaluation protocols (docs/architecture.md; docs/method.md §6).
 
 One module per protocol, pure metric functions only: ``zeroshot``, ``retrieval``, ``hierarchy``
 (WordNet metrics), ``pep``, ``hierarcaps_protocol``, ``compositional``, ``analysis``; chunked

@@ -1,4 +1,4 @@
-"""The original HierarCaps protocol (method.md §6.5; HierarCaps ``hierarchical_retrieval.py``).
+"""The original HierarCaps protocol (docs/method.md §6.5; HierarCaps ``hierarchical_retrieval.py``).
 
 - ``level_order_correlation`` (d_corr): per row, Kendall τ between the radii of its four
   captions and their levels [1, 2, 3, 4]; mean over rows. A more specific caption should lie

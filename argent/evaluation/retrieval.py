@@ -1,4 +1,4 @@
-"""Image–text retrieval recall (method.md §6.2; HyCoCLIP ``evaluation/retrieval.py``).
+"""Image–text retrieval recall (docs/method.md §6.2; HyCoCLIP ``evaluation/retrieval.py``).
 
 R@K in both directions: image→text (a query image is a hit if any of its captions is among its
 top K texts) and text→image (a caption is a hit if its image is among its top K images). The

@@ -1,6 +1,6 @@
 """The negatives stage's part of the workflow config: the ``negatives:`` section, typed and checked.
 
-Every knob of the generator (docs/method.md, "Hard negatives") is a field of ``MiningConfig``, the
+Every knob of the generator (docs/method.md §7.1) is a field of ``MiningConfig``, the
 one source of its defaults: the workflow schema lists the keys without defaults of its own, and a
 test keeps the two key lists equal. Parsing goes through ``argent.config.from_dict``.
 """
@@ -35,7 +35,7 @@ class MiningConfig:
     - ``max_c_delta``: reject a replacement whose rating differs from the old word's by more than
       this (4.0, the scale's span, disables the filter; unrated words pass).
     - ``noun_senses``: noun senses tried for co-hyponyms, in WordNet order (1 = the first sense
-      only, docs/method.md "Hard negatives"); ``adj_senses`` likewise for antonyms.
+      only, docs/method.md §7.1); ``adj_senses`` likewise for antonyms.
     - ``fix_articles``: rewrite "a"/"an" before an edited word to agree with it.
     - ``nltk_data``: folder holding ``corpora/wordnet.zip`` ("" = NLTK_DATA, then NLTK's defaults);
       ``argent mine --nltk-data`` overrides it.

@@ -1,4 +1,4 @@
-"""ConcretePlant-style hard-negative generator (argent's design, method.md §7.2).
+"""ConcretePlant-style hard-negative generator (argent's design, docs/method.md §7.1).
 
 For each caption and slot-choice mode:
 
