@@ -2,8 +2,8 @@
 
 R@K in both directions: image→text (a query image is a hit if any of its captions is among its
 top K texts) and text→image (a caption is a hit if its image is among its top K images). The
-top-K lists come from ``scoring.streaming_topk``, so a 100k × 100k evaluation never holds the
-full score matrix: memory is one ``query_chunk × key_chunk`` block (see ``scoring``).
+top-K lists come from ``chunked_similarity.streaming_topk``, so a 100k × 100k evaluation never holds the
+full score matrix: memory is one ``query_chunk × key_chunk`` block (see ``chunked_similarity``).
 Recalls are fractions in [0, 1].
 """
 
