@@ -8,7 +8,6 @@ numbers of a random model mean nothing; the checks are on counts, ranges and the
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
