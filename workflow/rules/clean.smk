@@ -2,6 +2,13 @@
 # Table 1 false-negative analysis, per HierarCaps-format data set (the real one, the embedded one).
 
 
+
+def clean_hash(dataset):
+    """The clean: options that shape one data set's outputs (every key but the other data sets)."""
+    options = {k: v for k, v in config["clean"].items() if k != "datasets"}
+    return stable_hash({**options, "dataset": config["clean"]["datasets"][dataset]})
+
+
 rule clean_hierarcaps:
     input:
         # The embedded split is made by synth_hiershapes (its manifest marks it complete).
@@ -16,7 +23,7 @@ rule clean_hierarcaps:
         images=lambda w: config["clean"]["datasets"][w.dataset]["images"],
         out_dir=lambda w: R("data", w.dataset),
         config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
-        hash=stable_hash(config["clean"]),
+        hash=lambda w: clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here
     log:
         R("logs", "clean", "{dataset}.log"),
     threads: 1
