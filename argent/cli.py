@@ -8,7 +8,7 @@ import sys
 
 VERBS: dict[str, tuple[str, str]] = {
     "synth": ("argent.data.hiershapes.cli", "generate the embedded hiershapes benchmark"),
-    "taxonomy": ("argent.data.hiershapes.taxonomy", "regenerate the shipped hiershapes taxonomy from WordNet"),
+    "taxonomy": ("argent.data.hiershapes.wordnet_subtree", "regenerate the shipped hiershapes taxonomy from WordNet"),
     "train": ("argent.engine.cli", "train one (variant, size, seed) run"),
     "evaluate": ("argent.evaluation.cli", "evaluate a run on one benchmark"),
     "clean": ("argent.cleaning.cli", "clean HierarCaps and build the PEP negative pool"),

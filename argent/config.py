@@ -256,6 +256,10 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         return value
     if tp is Any:
         return value
+    if tp is type(None):  # the null arm of an optional key (``x: float | None``)
+        if value is not None:
+            raise ConfigError(f"{path}: expected null, got {value!r}")
+        return None
     raise ConfigError(f"{path}: unsupported type {tp}")
 
 
@@ -423,3 +427,39 @@ def experiment_from_dict(
 def experiment_from_resolved(data: dict[str, Any]) -> ExperimentConfig:
     """Rebuild an ``ExperimentConfig`` from a run folder's ``config.yaml`` (``to_dict`` output)."""
     return from_dict(ExperimentConfig, data, "")
+
+
+# --------------------------------------------------------------------------------------------
+# One stage's section of the workflow config (argent clean, argent mine)
+# --------------------------------------------------------------------------------------------
+
+
+def section_of(raw: dict[str, Any], section: str) -> dict[str, Any]:
+    """``raw[section]`` as a mapping (absent or null: empty, so every default applies)."""
+    value = raw.get(section)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{section}: expected a mapping, got {value!r}")
+    return value
+
+
+def load_section(config: str | Path | None, overrides: list[str] | tuple[str, ...], section: str,
+                 parse: typing.Callable[[dict[str, Any]], Any]) -> Any:
+    """Read the workflow config file (None: empty), apply ``--set section.key=value`` overrides, parse.
+
+    A stage reads only its own section, so an override elsewhere would do nothing: it is refused.
+    Errors name the file (and ``--set`` when overrides were given) before the key path.
+    """
+    raw = load_yaml(config) if config is not None else {}
+    for text in overrides:
+        override = parse_override(text)
+        if set(override) != {section}:
+            raise ConfigError(f"--set {text}: this verb reads only the {section}: section; "
+                              f"use {section}.<key>=<value>")
+        raw = deep_merge(raw, override)
+    where = f"{config}{' with --set' if overrides else ''}: " if config is not None else ("--set: " if overrides else "")
+    try:
+        return parse(raw)
+    except ConfigError as err:
+        raise ConfigError(f"{where}{err}") from None

@@ -31,14 +31,15 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from argent.cleaning.cli import build_parser, run
+    from argent.cleaning.config import CleanSection
+    from argent.cleaning.run import CleanJob, run
 
     rows = []
     for rep in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            summary = run(build_parser().parse_args(["--csv", str(args.csv), "--images", str(args.images),
-                                                     "--scorer", "text", "--out-dir", tmp]))
+            summary = run(CleanJob(csv=args.csv, images=args.images, out_dir=Path(tmp),
+                                   config=CleanSection(scorer="text")))
             wall = time.perf_counter() - t0
         rows.append({"repeat": rep, "threads": args.threads, "samples": summary["counts"]["samples"],
                      "kept": summary["counts"]["kept"], "seconds": round(wall, 2),

@@ -49,7 +49,7 @@ def run_one(spec: dict) -> dict:
     from argent import geometry
     from argent.evaluation.pep import build_pairs, pair_angles, pep_metrics
     from argent.evaluation.retrieval import retrieval_metrics
-    from argent.evaluation.scoring import similarity_for
+    from argent.evaluation.chunked_similarity import similarity_for
 
     torch.set_num_threads(spec["threads"])
     g = torch.Generator().manual_seed(0)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from argent.negatives.config import MODES, MiningConfig  # noqa: E402
 from argent.negatives.generator import NegativeGenerator  # noqa: E402
 from argent.negatives.io import iter_hierarcaps, write_json  # noqa: E402
-from argent.negatives.wordnet import load_wordnet, stage_wordnet, wordnet_folder  # noqa: E402
+from argent.wordnet import load_wordnet, stage_wordnet, wordnet_folder  # noqa: E402
 
 
 def captions(path: Path, n: int) -> list[tuple[str, str]]:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from argent.negatives.norms import ConcretenessNorms
-from argent.negatives.wordnet import load_wordnet, stage_wordnet
+from argent.wordnet import load_wordnet, stage_wordnet
 
 WORDNET_ZIP = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wordnet" / "wordnet.zip"
 

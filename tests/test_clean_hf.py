@@ -11,7 +11,8 @@ import pytest
 import torch
 from PIL import Image
 
-from argent.cleaning.scorers import HFDualEncoderScorer, HFITMVerifier, make_scorer, make_verifier
+from argent.cleaning.image_scorers import HFDualEncoderScorer, HFITMVerifier
+from argent.cleaning.scorers import make_scorer, make_verifier
 from argent.data.formats.hierarcaps import HierarCapsSample
 
 transformers = pytest.importorskip("transformers")

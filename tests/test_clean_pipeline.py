@@ -21,10 +21,17 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+import torch
 from PIL import Image
 
-from argent.cleaning.cli import build_parser, main, run
-from argent.cleaning.scorers import Scorer
+from argent.cleaning.cli import main
+from argent.cleaning.config import CleanSection
+from argent.cleaning.image_scorers import CheckpointScorer
+from argent.cleaning.run import CleanJob, run
+from argent.cleaning.scorer_base import Scorer
+from argent.config import model_from
+from argent.data.hiershapes.cli import main as synth
+from argent.models import build_model
 
 URL = "http://images.cocodataset.org/val2014/COCO_val2014_{:012d}.jpg"
 # (caption, what the picture shows); image ids are 1000 + row index unless noted
@@ -120,10 +127,9 @@ def write_fixture(root: Path, extra_rows: list[list[str]] = ()) -> tuple[Path, P
     return root / "hierarcaps_test.csv", images, FakeScorer(descriptions)
 
 
-def args_for(csv_path: Path, images: Path, out: Path, *extra: str):
-    return build_parser().parse_args(["--csv", str(csv_path), "--images", str(images), "--out-dir", str(out),
-                                      "--keep", "all", "--degree-k", "3", "--pool-size", "3",
-                                      "--table1-ks", "0,1,2", *extra])
+def args_for(csv_path: Path, images: Path, out: Path, **options) -> CleanJob:
+    config = CleanSection(**{"keep": "all", "degree_k": 3, "pool_size": 3, "table1_ks": [0, 1, 2], **options})
+    return CleanJob(csv=csv_path, images=images, out_dir=out, config=config)
 
 
 def test_planted_ambiguous_samples_are_the_removed_ones(tmp_path: Path) -> None:
@@ -177,7 +183,7 @@ def test_rare_captions_form_the_pool(tmp_path: Path) -> None:
 
 def test_keep_count_ranks_by_alignment_then_row(tmp_path: Path) -> None:
     csv_path, images, scorer = write_fixture(tmp_path / "data")
-    run(args_for(csv_path, images, tmp_path / "out", "--keep", "6"), scorer=scorer)
+    run(args_for(csv_path, images, tmp_path / "out", keep=6), scorer=scorer)
     scores = pl.read_csv(tmp_path / "out" / "clean_scores.csv", schema_overrides={"id": pl.String}).sort("row")
     descriptions = {image_id: d for (_, d), image_id in zip(FIXTURE, image_ids())}
     alignment = [round(bag_cosine(descriptions[image_id], c), 9) for (c, _), image_id in zip(FIXTURE, image_ids())]
@@ -189,7 +195,7 @@ def test_keep_count_ranks_by_alignment_then_row(tmp_path: Path) -> None:
 
 def test_thresholds_mode(tmp_path: Path) -> None:
     csv_path, images, scorer = write_fixture(tmp_path / "data")
-    summary = run(args_for(csv_path, images, tmp_path / "out", "--min-alignment", "0.9", "--min-margin", "0.4"),
+    summary = run(args_for(csv_path, images, tmp_path / "out", min_alignment=0.9, min_margin=0.4),
                   scorer=scorer)
     scores = pl.read_csv(tmp_path / "out" / "clean_scores.csv", schema_overrides={"id": pl.String}).sort("row")
     descriptions = {image_id: d for (_, d), image_id in zip(FIXTURE, image_ids())}
@@ -225,7 +231,7 @@ def test_bad_rows_strict_stops_with_file_and_row(tmp_path: Path, capsys: pytest.
     extra = [["15", "lighthouse => a lighthouse on a cliff", URL.format(1000)]]
     csv_path, images, _ = write_fixture(tmp_path / "data", extra)
     code = main(["--csv", str(csv_path), "--images", str(images), "--out-dir", str(tmp_path / "out"),
-                 "--bad-data", "strict"])
+                 "--set", "clean.bad_data=strict"])
     err = capsys.readouterr().err
     assert code == 2 and str(csv_path) in err and "row 16 (id='15')" in err and "wrong level count" in err
     assert not (tmp_path / "out").exists()  # nothing half-written
@@ -247,20 +253,13 @@ def test_same_inputs_same_files(tmp_path: Path) -> None:
 
 def test_table1_on_the_hiershapes_hierarchy_split(tmp_path: Path) -> None:
     """The embedded benchmark's HierarCaps-format split, scored by a tiny random argent model."""
-    import torch
-
-    from argent.cleaning.scorers import CheckpointScorer
-    from argent.config import model_from
-    from argent.data.hiershapes.cli import main as synth
-    from argent.models import build_model
-
     assert synth(["--out", str(tmp_path / "hs"), "--seed", "0", "--train-scenes", "4", "--val-scenes", "2",
                   "--test-scenes", "40", "--per-class", "1", "--jobs", "1"]) in (0, None)
     split = tmp_path / "hs" / "hierarcaps"
     torch.manual_seed(0)
     model = build_model(model_from("tiny", {"vision_layers": 1, "text_layers": 1}), "lorentz")
-    args = build_parser().parse_args(["--csv", str(split / "hierarcaps_test.csv"), "--images", str(split / "images"),
-                                      "--out-dir", str(tmp_path / "out"), "--pool-size", "10"])
+    args = CleanJob(csv=split / "hierarcaps_test.csv", images=split / "images", out_dir=tmp_path / "out",
+                    config=CleanSection(pool_size=10))
     summary = run(args, scorer=CheckpointScorer(model, batch_size=16, spec="checkpoint:tiny-random"))
     assert summary["counts"]["samples"] == 40
     assert [r["k"] for r in summary["table1"]] == [0, 5, 10]

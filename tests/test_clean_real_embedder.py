@@ -43,9 +43,9 @@ def test_real_text_embedder_removes_a_planted_duplicate(tmp_path: Path, monkeypa
 
     out = tmp_path / "out"
     code = main(["--csv", str(tmp_path / "hierarcaps_test.csv"), "--images", str(SHARED / "images"),
-                 "--expanded", str(SHARED / "hierarcaps_test_expanded.csv.gz"), "--scorer", "text",
-                 "--keep", "all", "--pool-size", "5", "--degree-k", "3", "--table1-ks", "0,2",
-                 "--out-dir", str(out)])
+                 "--expanded", str(SHARED / "hierarcaps_test_expanded.csv.gz"), "--set", "clean.scorer=text",
+                 "--set", "clean.keep=all", "--set", "clean.pool_size=5", "--set", "clean.degree_k=3",
+                 "--set", "clean.table1_ks=[0, 2]", "--out-dir", str(out)])
     assert code == 0
     scores = pl.read_csv(out / "clean_scores.csv", schema_overrides={"id": pl.String, "rival_caption_id": pl.String,
                                                                       "rival_image_id": pl.String})

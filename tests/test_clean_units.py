@@ -9,18 +9,17 @@ import pytest
 import torch
 from PIL import Image
 
-from argent.cleaning.clean import KeepRule, rival_scores, select
+from argent.cleaning.clean import KeepRule, rival_scores, score_table, select
+from argent.cleaning.image_scorers import CheckpointScorer
 from argent.cleaning.pool import degree_table, negative_pool, retrieval_degree
-from argent.cleaning.scorers import (
-    CheckpointScorer,
-    ScorerUnavailable,
-    TextScorer,
-    make_scorer,
-    make_verifier,
-    similarity_chunked,
-)
+from argent.cleaning.scorer_base import ScorerUnavailable, similarity_chunked
+from argent.cleaning.scorers import make_scorer, make_verifier
 from argent.cleaning.table1 import build_pool, false_negative_table
+from argent.cleaning.text_scorer import TextScorer
+from argent.config import model_from
 from argent.data.formats.hierarcaps import HierarCapsSample
+from argent.evaluation import hierarcaps_protocol as protocol
+from argent.models import build_model
 
 
 def test_rival_scores_match_brute_force() -> None:
@@ -149,9 +148,6 @@ def test_absent_verifier_gives_a_clear_message(tmp_path: Path) -> None:
 
 
 def test_checkpoint_scorer_with_a_tiny_random_model(tmp_path: Path) -> None:
-    from argent.config import model_from
-    from argent.models import build_model
-
     torch.manual_seed(0)
     model = build_model(model_from("tiny", {"vision_layers": 1, "text_layers": 1}), "lorentz")
     samples = []
@@ -174,8 +170,6 @@ def test_checkpoint_scorer_with_a_tiny_random_model(tmp_path: Path) -> None:
 
 
 def test_verifier_scores_replace_alignment_but_not_ambiguity() -> None:
-    from argent.cleaning.clean import score_table
-
     s = np.array([[0.9, 0.1, 0.0, 0.0],
                   [0.2, 0.8, 0.0, 0.0],
                   [0.0, 0.1, 0.7, 0.0],
@@ -191,7 +185,6 @@ def test_verifier_scores_replace_alignment_but_not_ambiguity() -> None:
 
 def test_table1_k0_agrees_with_the_evaluation_protocol() -> None:
     """k = 0 is HierarCaps' original protocol: compare with argent.evaluation's implementation."""
-    protocol = pytest.importorskip("argent.evaluation.hierarcaps_protocol")
     rng = np.random.default_rng(3)
     chains = [tuple(f"t{rng.integers(0, 40)}" if level < 2 else f"s{i}-{level}" for level in range(4)) for i in range(25)]
     chains = [c if len(set(c)) == 4 else (c[0], c[0] + "x", c[2], c[3]) for c in chains]

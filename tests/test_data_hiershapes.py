@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from argent.data.formats.coco_karpathy import read_karpathy
 from argent.data.formats.grounded import read_grounded
 from argent.data.formats.imagefolder import read_image_folder
-from argent.data.formats.retrieval import read_karpathy
 from argent.data.formats.sugarcrepe import CATEGORIES, read_sugarcrepe
-from argent.data.hiershapes import cli, taxonomy
+from argent.data.hiershapes import cli, wordnet_subtree
 from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.data.policy import BadDataPolicy
 
@@ -35,7 +35,7 @@ def hs(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def shipped_rows() -> list[dict[str, str]]:
-    lines = [ln for ln in taxonomy.SHIPPED_TAXONOMY.read_text().splitlines() if ln and not ln.startswith("#")]
+    lines = [ln for ln in wordnet_subtree.SHIPPED_TAXONOMY.read_text().splitlines() if ln and not ln.startswith("#")]
     return list(csv.DictReader(lines, delimiter="\t"))
 
 
@@ -54,7 +54,7 @@ def test_manifest_counts(hs):
     counts = manifest["counts"]
     assert counts["train"] == 40 and counts["val"] == 12 and counts["test"] == 30
     assert counts["train_shards"] == 3 and counts["val_shards"] == 1
-    assert counts["classification"] == 2 * len(taxonomy.DEFAULT_CLASSES)
+    assert counts["classification"] == 2 * len(wordnet_subtree.DEFAULT_CLASSES)
     assert sorted(p.name for p in (out / "train").iterdir()) == [f"shard-{i:06d}.tar" for i in range(3)]
     assert manifest["min_box_area"] == round(1024 * (64 / 224) ** 2)
     assert set(counts["sugarcrepe"]) == set(CATEGORIES)
@@ -143,12 +143,12 @@ def test_shipped_taxonomy_is_wordnet_shaped():
     rows = shipped_rows()
     assert all(re.fullmatch(r"n\d{8}", r["wnid"]) for r in rows)
     by_synset = {r["synset"]: r for r in rows}
-    assert set(taxonomy.DEFAULT_CLASSES) <= set(by_synset) and set(taxonomy.DEFAULT_COLOURS) <= set(by_synset)
+    assert set(wordnet_subtree.DEFAULT_CLASSES) <= set(by_synset) and set(wordnet_subtree.DEFAULT_COLOURS) <= set(by_synset)
     # Known WordNet 3.0 offsets (from the WordNet database): plane figure, figure, square.
     assert by_synset["plane_figure.n.01"]["wnid"] == "n13863186"
     assert by_synset["figure.n.06"]["wnid"] == "n13862780"
     assert by_synset["square.n.01"]["wnid"] == "n13878634"
-    for synset in taxonomy.DEFAULT_CLASSES:  # every class descends from plane_figure
+    for synset in wordnet_subtree.DEFAULT_CLASSES:  # every class descends from plane_figure
         node, chain = by_synset[synset], []
         while node["parent"] != "-":
             node = next(r for r in rows if r["wnid"] == node["parent"])
@@ -158,13 +158,13 @@ def test_shipped_taxonomy_is_wordnet_shaped():
 
 def test_taxonomy_command_regenerates_the_shipped_file(tmp_path, nltk_data):
     out = tmp_path / "taxonomy.tsv"
-    assert taxonomy.main(["--out", str(out), "--nltk-data", str(nltk_data)]) == 0
-    assert out.read_text() == taxonomy.SHIPPED_TAXONOMY.read_text()
-    assert taxonomy.main(["--out", str(taxonomy.SHIPPED_TAXONOMY), "--nltk-data", str(nltk_data), "--check"]) == 0
+    assert wordnet_subtree.main(["--out", str(out), "--nltk-data", str(nltk_data)]) == 0
+    assert out.read_text() == wordnet_subtree.SHIPPED_TAXONOMY.read_text()
+    assert wordnet_subtree.main(["--out", str(wordnet_subtree.SHIPPED_TAXONOMY), "--nltk-data", str(nltk_data), "--check"]) == 0
     # The tree rule: a class nested under another class takes another path (square avoids
     # rectangle, via regular_polygon); a class under a class with no other path is refused.
     with pytest.raises(SystemExit, match="circle"):
-        taxonomy.main(["--out", str(out), "--nltk-data", str(nltk_data),
+        wordnet_subtree.main(["--out", str(out), "--nltk-data", str(nltk_data),
                        "--classes", "circle.n.01", "ellipse.n.01"])
 
 

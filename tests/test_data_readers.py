@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from argent.data.formats.coco_karpathy import read_coco_captions, read_karpathy
 from argent.data.formats.grounded import iter_captions, iter_records, read_grounded, read_plain, select_regions
 from argent.data.formats.imagefolder import read_image_folder
-from argent.data.formats.retrieval import read_coco_captions, read_karpathy
 from argent.data.formats.sugarcrepe import read_sugarcrepe
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import ShardWriter, expand_shards

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from argent import geometry
+from argent.evaluation.chunked_similarity import paired_scores, similarity_for, streaming_topk
 from argent.evaluation.hierarcaps_protocol import threshold_retrieval
 from argent.evaluation.pep import build_pairs, pair_angles, pep_metrics
 from argent.evaluation.retrieval import retrieval_metrics
-from argent.evaluation.scoring import paired_scores, similarity_for, streaming_topk
 
 
 def _lorentz_points(n: int, d: int, seed: int) -> torch.Tensor:

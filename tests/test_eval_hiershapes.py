@@ -8,7 +8,6 @@ numbers of a random model mean nothing; the checks are on counts, ranges and the
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import torch
 import yaml
 
 from argent.config import experiment_from_dict
+from argent.data.hiershapes import cli
 from argent.evaluation.benchmarks import parse_benchmark
 from argent.evaluation.cli import main as evaluate_main
 from argent.evaluation.runner import evaluate
@@ -28,7 +28,6 @@ SUGARCREPE = SHARED / "sugarcrepe"
 
 @pytest.fixture(scope="module")
 def hiershapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cli = pytest.importorskip("argent.data.hiershapes.cli", reason="the hiershapes generator is not installed")
     out = tmp_path_factory.mktemp("hs") / "hiershapes"
     args = ["--out", str(out), "--train-scenes", "4", "--val-scenes", "6", "--test-scenes", "10", "--per-class", "2", "--shard-size", "8"]
     assert cli.main(args) == 0

@@ -1,4 +1,4 @@
-"""Taxonomy reader and WordNet hierarchy metrics (method.md §6.3)."""
+"""Taxonomy reader and WordNet hierarchy metrics (docs/method.md §6.3)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import torch.distributed
 import torch.distributed.nn.functional
 
 from argent.losses.contrastive import contrastive_loss
-from argent.losses.distributed import gather_with_grad, rank_and_world
+from argent.losses.gather import gather_with_grad, rank_and_world
 from test_losses_reference import ref_contrastive_direction, ref_sim
 
 B, D = 5, 6

@@ -89,13 +89,13 @@ def test_same_seed_same_parquet_and_order_independent(captions, nltk_data, tmp_p
     outs = []
     for name, src in (("a", source), ("r", reversed_source)):
         out = tmp_path / f"{name}.parquet"
-        assert main([str(src), "--out", str(out), "--nltk-data", str(nltk_data), "--seed", "7"]) == 0
+        assert main([str(src), "--out", str(out), "--nltk-data", str(nltk_data), "--set", "negatives.seed=7"]) == 0
         outs.append(out)
     # Another process with another string-hash salt (NLTK keeps WordNet pointers in sets) gives the same bytes.
     again = tmp_path / "again.parquet"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-m", "argent.negatives.cli", str(source), "--out", str(again), "--nltk-data",
-                    str(nltk_data), "--seed", "7"], check=True, env=env, cwd=Path(__file__).resolve().parents[1],
+                    str(nltk_data), "--set", "negatives.seed=7"], check=True, env=env, cwd=Path(__file__).resolve().parents[1],
                    capture_output=True)
     assert outs[0].read_bytes() == again.read_bytes()
     # A caption's negative depends on (seed, mode, key) only, not on its neighbours or position.
@@ -120,7 +120,7 @@ def test_cli_hierarcaps_writes_contract_parquet_and_summary(nltk_data, captions,
         lines = fh.read().splitlines()
     subset.write_text("\n".join(lines[:41]) + "\n")  # header + 40 rows, real layout
     out = tmp_path / "neg" / "hierarcaps.parquet"
-    assert main([str(subset), "--out", str(out), "--nltk-data", str(nltk_data), "--set", "top_k=3"]) == 0
+    assert main([str(subset), "--out", str(out), "--nltk-data", str(nltk_data), "--set", "negatives.top_k=3"]) == 0
     table = pl.read_parquet(out)
     assert dict(table.schema) == SCHEMA
     assert table.select("key", "mode").is_duplicated().sum() == 0
@@ -143,7 +143,7 @@ def test_cli_errors_are_clear(tmp_path, capsys):
     source.write_text("key,caption\n1,a red square\n")
     assert main([str(source), "--out", str(tmp_path / "x.parquet"), "--nltk-data", str(tmp_path)]) == 2
     assert "corpora/wordnet.zip" in capsys.readouterr().err
-    assert main([str(source), "--out", str(tmp_path / "x.parquet"), "--set", "modes=[sideways]"]) == 2
+    assert main([str(source), "--out", str(tmp_path / "x.parquet"), "--set", "negatives.modes=[sideways]"]) == 2
     assert "negatives.modes" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("name,text\n1,a red square\n")

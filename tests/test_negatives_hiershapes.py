@@ -21,6 +21,9 @@ import polars as pl
 
 import pytest
 
+from argent.data.hiershapes import scene as scene_mod
+from argent.data.hiershapes.generate import DEFAULT_PALETTE
+from argent.data.hiershapes.vocab import Vocabulary
 from argent.negatives.cli import main
 from argent.negatives.config import MiningConfig
 from argent.negatives.generator import NegativeGenerator
@@ -195,22 +198,15 @@ def test_all_operators_together_are_false(wordnet, norms):
 
 def _data_helper_scenes(n: int) -> list[tuple[str, list[Obj]]]:
     """(level-4 caption, objects) from the data helper's sampler, via its grounded JSON "scene" field."""
-    scene_mod = pytest.importorskip("argent.data.hiershapes.scene")
-    try:
-        from argent.data.hiershapes.generate import DEFAULT_PALETTE
-        from argent.data.hiershapes.vocab import Vocabulary
-
-        vocab = Vocabulary.load()
-        params = scene_mod.SceneParams()
-        out = []
-        for i in range(n):
-            scene = scene_mod.sample_scene(scene_mod.scene_rng(0, "train", i), vocab, DEFAULT_PALETTE, params)
-            record = scene_mod.grounded_json(scene, params.image_size)
-            objs = [Obj(o["name"], o["colour_name"], o["size"], o["fill"], (o["box"][0] + o["box"][2]) / 2,
-                        (o["box"][1] + o["box"][3]) / 2) for o in record["scene"]["objects"]]
-            out.append((record["caption"], objs))
-    except (ImportError, AttributeError, TypeError, KeyError) as err:
-        pytest.skip(f"the data helper's hiershapes scene API is not usable here: {err!r}")
+    vocab = Vocabulary.load()
+    params = scene_mod.SceneParams()
+    out = []
+    for i in range(n):
+        scene = scene_mod.sample_scene(scene_mod.scene_rng(0, "train", i), vocab, DEFAULT_PALETTE, params)
+        record = scene_mod.grounded_json(scene, params.image_size)
+        objs = [Obj(o["name"], o["colour_name"], o["size"], o["fill"], (o["box"][0] + o["box"][2]) / 2,
+                    (o["box"][1] + o["box"][3]) / 2) for o in record["scene"]["objects"]]
+        out.append((record["caption"], objs))
     return out
 
 
@@ -247,7 +243,6 @@ def _write_shard(path: Path, samples: dict[str, dict]) -> None:
 def test_mine_grounded_shards_false_for_their_scene(nltk_data, tmp_path):
     """``argent mine`` on grounded shards (the data helper's reader) -> every negative is false for
     the scene graph stored in that sample's JSON."""
-    pytest.importorskip("argent.data.formats.grounded")
     samples = {f"{k:06d}": {"caption": caption_of(scene), "width": 8, "height": 8, "noun_chunks": [], "ref_exps": [],
                             "scene": {"objects": [dataclasses.asdict(o) for o in scene]}}
                for k, scene in enumerate(SCENES[:30])}

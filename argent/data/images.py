@@ -4,7 +4,7 @@
   when the image is missing or cannot be decoded.
 - ``image_size_of``: the (width, height) from the header only, without decoding pixels (cheap; used
   to validate boxes before any decode).
-- ``pad_to_square``: HyCoCLIP's "border" mode, centred, white padding (method.md §5).
+- ``pad_to_square``: HyCoCLIP's "border" mode, centred, white padding (docs/method.md §5).
 - ``eval_transform`` (Resize shorter side, bicubic + CenterCrop), ``squeeze_transform`` (resize to
   S×S, no crop; retrieval), ``train_transform`` (RandomResizedCrop, scale 0.5–1, bicubic).
   All return float32 (3, S, S) tensors in [0, 1].

@@ -5,7 +5,7 @@ and lines starting with ``#`` are ignored. The edges must form one tree: every n
 one parent, exactly one node (the root) has none, and every node is reachable from the root (no
 cycles). Anything else raises ``TaxonomyError`` naming the file and line.
 
-Ancestor sets follow the hierarchical metrics of HyCoCLIP (method.md §6.3): ``ancestors(n)``
+Ancestor sets follow the hierarchical metrics of HyCoCLIP (docs/method.md §6.3): ``ancestors(n)``
 holds the root and excludes ``n`` itself, so ``depth(n) == len(ancestors(n))``.
 """
 

@@ -1,4 +1,4 @@
-"""Embedding analysis (method.md §6.8; ARGENT §6.2): norms per item type and a 2-D projection.
+"""Embedding analysis (docs/method.md §6.8; ARGENT §6.2): norms per item type and a 2-D projection.
 
 Norms: for Lorentz models the hyperbolic radius d(O, x) = asinh(√c‖x̃‖)/√c (and ‖x̃‖); for
 Euclidean (CLIP) models the norm of W f before normalisation (projected CLIP embeddings all have

@@ -1,4 +1,4 @@
-"""Compositional probing on SugarCrepe-format items (method.md §6.6; SugarCrepe ``main_eval.py``).
+"""Compositional probing on SugarCrepe-format items (docs/method.md §6.6; SugarCrepe ``main_eval.py``).
 
 An item (image I, caption, negative caption) is correct iff σ(I, caption) > σ(I, negative)
 **strictly**: a tie counts as wrong. σ is the model's similarity (cosine or −d). Accuracy per

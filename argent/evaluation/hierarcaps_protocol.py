@@ -1,4 +1,4 @@
-"""The original HierarCaps protocol (method.md §6.5; HierarCaps ``hierarchical_retrieval.py``).
+"""The original HierarCaps protocol (docs/method.md §6.5; HierarCaps ``hierarchical_retrieval.py``).
 
 - ``level_order_correlation`` (d_corr): per row, Kendall τ between the radii of its four
   captions and their levels [1, 2, 3, 4]; mean over rows. A more specific caption should lie
@@ -23,7 +23,7 @@ import torch
 from scipy.stats import kendalltau
 from torch import Tensor
 
-from argent.evaluation.scoring import ScoreFn
+from argent.evaluation.chunked_similarity import ScoreFn
 
 __all__ = ["level_order_correlation", "threshold_retrieval"]
 

@@ -1,4 +1,4 @@
-"""WordNet hierarchy metrics on classification predictions (method.md §6.3; HyCoCLIP's evaluator).
+"""WordNet hierarchy metrics on classification predictions (docs/method.md §6.3; HyCoCLIP's evaluator).
 
 For a true class y and a prediction ŷ (both leaves of the taxonomy), with A(·) the ancestor set
 (root included, leaf excluded, ``Taxonomy.ancestors``):

@@ -1,4 +1,4 @@
-"""PEP: entailment as a detector of an image's own hierarchical captions (method.md §6.4; ARGENT Eq. 9).
+"""PEP: entailment as a detector of an image's own hierarchical captions (docs/method.md §6.4; ARGENT Eq. 9).
 
 Score: p_Ent(p, c) = max(0, 1 − 2φ(p, c)/π) with parent p = caption and child c = image (MERU's
 text ⊒ image direction), φ = ``geometry`` exterior angle, computed in float64.

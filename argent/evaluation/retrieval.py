@@ -1,9 +1,9 @@
-"""Image–text retrieval recall (method.md §6.2; HyCoCLIP ``evaluation/retrieval.py``).
+"""Image–text retrieval recall (docs/method.md §6.2; HyCoCLIP ``evaluation/retrieval.py``).
 
 R@K in both directions: image→text (a query image is a hit if any of its captions is among its
 top K texts) and text→image (a caption is a hit if its image is among its top K images). The
-top-K lists come from ``scoring.streaming_topk``, so a 100k × 100k evaluation never holds the
-full score matrix: memory is one ``query_chunk × key_chunk`` block (see ``scoring``).
+top-K lists come from ``chunked_similarity.streaming_topk``, so a 100k × 100k evaluation never holds the
+full score matrix: memory is one ``query_chunk × key_chunk`` block (see ``chunked_similarity``).
 Recalls are fractions in [0, 1].
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from argent.evaluation.scoring import ScoreFn, streaming_topk
+from argent.evaluation.chunked_similarity import ScoreFn, streaming_topk
 
 __all__ = ["recall_at_k", "retrieval_metrics"]
 

@@ -38,7 +38,7 @@ from argent.evaluation.benchmarks import (
     ZeroShotEntry,
     entry_hash,
 )
-from argent.evaluation.scoring import paired_scores
+from argent.evaluation.chunked_similarity import paired_scores
 
 __all__ = ["evaluate", "encode_images", "encode_texts"]
 
@@ -203,7 +203,7 @@ def _run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_p
 
 
 def _run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
-    from argent.data.formats import retrieval as retrieval_format
+    from argent.data.formats import coco_karpathy as retrieval_format
     from argent.data.images import squeeze_transform
 
     if entry.format == "karpathy":

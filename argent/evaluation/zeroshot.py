@@ -1,4 +1,4 @@
-"""Zero-shot classification (method.md §6.1; HyCoCLIP ``evaluation/classification.py``).
+"""Zero-shot classification (docs/method.md §6.1; HyCoCLIP ``evaluation/classification.py``).
 
 Class prototype: fill every template with the class name, encode the prompts with
 ``project=False`` (W f, before α / normalisation), **average in tangent space**, then lift with
@@ -28,7 +28,7 @@ __all__ = [
 
 TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
     "default": ("a photo of a {}.", "a drawing of a {}.", "an image of a {}."),
-    # The 7 ImageNet templates of the reference evaluator (method.md §6.1).
+    # The 7 ImageNet templates of the reference evaluator (docs/method.md §6.1).
     "imagenet": (
         "i took a picture : itap of a {}.",
         "pics : a bad photo of the {}.",

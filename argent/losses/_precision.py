@@ -1,7 +1,7 @@
 """Loss geometry runs in float32 (or float64) even inside a bf16/fp16 autocast region.
 
 acosh/acos/asin near their singular points and exp-map norms lose everything in half precision
-(MERU and HyCoCLIP compute every loss in float32 for the same reason; design.md §3).
+(MERU and HyCoCLIP compute every loss in float32 for the same reason; docs/method.md §1).
 """
 
 from __future__ import annotations

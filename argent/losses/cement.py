@@ -5,7 +5,7 @@ has a gradient imbalance in which easy pairs dominate; the Cement loss is *margi
 the concreteness of the edited word to calibrate each pair's penalty. No formula, margin scale or
 code is public.
 
-What is argent's choice (method.md §7.3, a documented stand-in, every knob in ``CementConfig``):
+What is argent's choice (docs/method.md §7.2, a documented stand-in, every knob in ``CementConfig``):
 for sample i with a hard negative h(i) whose edited word has normalised concreteness ĉ_i ∈ [0, 1],
 the margin is m_i = margin_max·g(ĉ_i), g(ĉ) = ĉ (``increasing``, default) or 1 − ĉ
 (``decreasing``), in similarity units (cosine, or −d for Lorentz; the Lorentz scale needs tuning).
@@ -15,7 +15,7 @@ the margin is m_i = margin_max·g(ĉ_i), g(ĉ) = ĉ (``increasing``, default) or
 - ``hinge``: an extra hinge_weight·mean_i max(0, m_i − (σ_ii − σ_{i,h(i)})) over rows that have a
   negative (CE-CLIP's form with a concreteness-dependent margin; ``hinge_loss``).
 
-Gradient-share diagnostics (method.md §7.5, standard InfoNCE calculus): for row i with
+Gradient-share diagnostics (docs/method.md §7.3, standard InfoNCE calculus): for row i with
 p_ij = softmax_j(z_ij), ∂L_i/∂z_ij = p_ij − 1[j = i]; the total push on negatives is 1 − p_ii and
 the hard share is r_i = p_{i,h(i)}/(1 − p_ii). A working Cement term should make r_i rise with ĉ_i.
 """

@@ -1,5 +1,5 @@
 """Contrastive (InfoNCE) terms: CLIP/MERU's 2-term and HyCoCLIP's 4-term, with optional hard
-negatives (method.md §3, §7.3).
+negatives (docs/method.md §3, §7.2).
 
 Logits are z = s·σ with σ = cos (euclidean) or σ = −d, the geodesic distance (lorentz). Each rank
 scores its local B rows against columns gathered from every rank (``gather_with_grad``), targets
@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from argent import geometry as geo
-from argent.losses.distributed import gather_with_grad, rank_and_world
+from argent.losses.gather import gather_with_grad, rank_and_world
 
 __all__ = ["similarity", "ContrastiveResult", "contrastive_loss"]
 

@@ -1,5 +1,5 @@
 """Entailment terms on (parent, child) pairs: MERU/HyCoCLIP's cone hinge and ARGENT's adaptive
-Huber loss (method.md §3).
+Huber loss (docs/method.md §3).
 
 Pair types are named parent_child (``argent.config.PAIR_TYPES``): text_image (caption ⊒ image),
 phrase_crop (phrase ⊒ crop), crop_image (crop ⊒ image), phrase_text (phrase ⊒ caption). Each pair
@@ -71,7 +71,7 @@ def adaptive_weight(
     h -> 0 as the child approaches its parent (nearly identical crop and image: the angle is
     ill-conditioned there and carries no hierarchy). With the distance clamp of
     ``geometry.paired_dist`` identical points give d ≈ √(2ε)/√c, i.e. h ≈ 1.4e-3 in float32.
-    ``detach``: h is a pure weight (argent default; method.md §9).
+    ``detach``: h is a pure weight (argent default; docs/method.md §9).
     """
     with no_autocast(parent.device):
         parent, child = full(parent), full(child)

@@ -1,4 +1,4 @@
-"""ARGENT's norm regulariser L_Reg(x) = ‖x̃‖² − log‖x̃‖ (method.md §3).
+"""ARGENT's norm regulariser L_Reg(x) = ‖x̃‖² − log‖x̃‖ (docs/method.md §3).
 
 It is minimised at ‖x̃‖ = 1/√2 (value ½ + ½·ln 2 ≈ 0.847): the −log term repels collapse to the
 origin (where every cone is a half-space), the square repels outward drift.

@@ -1,11 +1,17 @@
-"""Settings of the hard-negative generator (``argent mine``); every knob of method.md §7.2 is here."""
+"""The negatives stage's part of the workflow config: the ``negatives:`` section, typed and checked.
+
+Every knob of the generator (docs/method.md §7.1) is a field of ``MiningConfig``, the
+one source of its defaults: the workflow schema lists the keys without defaults of its own, and a
+test keeps the two key lists equal. Parsing goes through ``argent.config.from_dict``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, from_dict
+from argent.config import ConfigError, from_dict, load_section, section_of
 
 MODES = ("concrete", "abstract", "random")
 OPERATORS = ("replace_noun", "replace_att", "swap_noun", "swap_att")
@@ -29,9 +35,13 @@ class MiningConfig:
     - ``max_c_delta``: reject a replacement whose rating differs from the old word's by more than
       this (4.0, the scale's span, disables the filter; unrated words pass).
     - ``noun_senses``: noun senses tried for co-hyponyms, in WordNet order (1 = the first sense
-      only, method.md §7.2); ``adj_senses`` likewise for antonyms.
+      only, docs/method.md §7.1); ``adj_senses`` likewise for antonyms.
     - ``fix_articles``: rewrite "a"/"an" before an edited word to agree with it.
-    - ``nltk_data``: folder holding ``corpora/wordnet.zip`` ("" = NLTK_DATA, then NLTK's defaults).
+    - ``nltk_data``: folder holding ``corpora/wordnet.zip`` ("" = NLTK_DATA, then NLTK's defaults);
+      ``argent mine --nltk-data`` overrides it.
+    - ``wordnet_zip``: the workflow's WordNet source: a ``wordnet.zip`` anywhere, which the workflow
+      copies into ``<results>/nltk_data/corpora/`` and hands to ``argent mine --nltk-data``; ""
+      leaves the variants that need mined negatives out of the workflow. The miner does not read it.
     """
 
     modes: list[str] = field(default_factory=lambda: list(MODES))
@@ -48,6 +58,7 @@ class MiningConfig:
     fix_articles: bool = True
     seed: int = 0
     nltk_data: str = ""
+    wordnet_zip: str = ""
 
     def __post_init__(self) -> None:
         for name, values, allowed in (("modes", self.modes, MODES), ("operators", self.operators, OPERATORS),
@@ -68,5 +79,11 @@ class MiningConfig:
 
 
 def mining_config(data: dict[str, Any] | None = None) -> MiningConfig:
-    """``MiningConfig`` from a mapping; unknown keys and wrong types raise ``ConfigError``."""
+    """``MiningConfig`` from the ``negatives:`` mapping; unknown keys and wrong types raise ``ConfigError``."""
     return from_dict(MiningConfig, data or {}, "negatives")
+
+
+def load_negatives_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> MiningConfig:
+    """The ``negatives:`` section of the workflow config file (none: defaults), after
+    ``negatives.<key>=<value>`` overrides."""
+    return load_section(config, overrides, "negatives", lambda raw: mining_config(section_of(raw, "negatives")))

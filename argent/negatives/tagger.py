@@ -1,6 +1,6 @@
 """A small lexicon-based tagger and noun-phrase chunker for captions (argent's choice; read the limits).
 
-Why not a trained parser: the design (method.md §7.2) names spaCy ``en_core_web_sm``, which cannot be
+Why not a trained parser (docs/method.md §7.1): the usual choice, spaCy ``en_core_web_sm``, cannot be
 installed here, and NLTK's trained taggers need data that is not available offline; WordNet is. So
 argent tags captions with
 
@@ -124,7 +124,7 @@ def tokenize(caption: str) -> list[tuple[str, int, int]]:
 class LexiconTagger:
     """Tags and chunks captions with WordNet + closed-class lists (see module docstring).
 
-    ``wordnet``: an NLTK WordNet reader (``argent.negatives.wordnet.load_wordnet``). Word lookups are
+    ``wordnet``: an NLTK WordNet reader (``argent.wordnet.load_wordnet``). Word lookups are
     cached per tagger.
     """
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from argent.data.formats.imagefolder import read_image_folder
-from argent.data.hiershapes.taxonomy import SHIPPED_TAXONOMY
+from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
 from argent.data.images import eval_transform
 from argent.data.policy import BadDataPolicy
 from argent.data.taxonomy import Taxonomy

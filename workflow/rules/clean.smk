@@ -2,6 +2,12 @@
 # Table 1 false-negative analysis, per HierarCaps-format data set (the real one, the embedded one).
 
 
+def clean_hash(dataset):
+    """The clean: options that shape one data set's outputs (every key but the other data sets)."""
+    options = {k: v for k, v in config["clean"].items() if k != "datasets"}
+    return stable_hash({**options, "dataset": config["clean"]["datasets"][dataset]})
+
+
 rule clean_hierarcaps:
     input:
         # The embedded split is made by synth_hiershapes (its manifest marks it complete).
@@ -15,16 +21,13 @@ rule clean_hierarcaps:
         csv=lambda w: clean_source(w.dataset),
         images=lambda w: config["clean"]["datasets"][w.dataset]["images"],
         out_dir=lambda w: R("data", w.dataset),
-        scorer=config["clean"]["scorer"],
-        keep=config["clean"]["keep"],
-        pool_size=config["clean"]["pool_size"],
-        degree_k=config["clean"]["degree_k"],
+        config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
+        hash=lambda w: clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here
     log:
         R("logs", "clean", "{dataset}.log"),
     threads: 1
     resources:
         mem_mb=4000,
     shell:
-        "argent clean --csv {params.csv:q} --images {params.images:q} --scorer {params.scorer:q}"
-        " --keep {params.keep} --pool-size {params.pool_size} --degree-k {params.degree_k}"
+        "argent clean --config {params.config:q} --csv {params.csv:q} --images {params.images:q}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"

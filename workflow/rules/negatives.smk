@@ -9,14 +9,14 @@ rule mine_negatives:
         parquet=config["data"]["negatives"],
     params:
         shards=config["data"]["train_shards"],
-        modes=config["negatives"]["modes"],
-        seed=config["negatives"]["seed"],
         nltk=lambda w, input: str(Path(input.wordnet).parent.parent),
+        config=EFFECTIVE_CONFIG,  # argent mine reads its options from the negatives: section there
+        hash=stable_hash(config["negatives"]),
     log:
         R("logs", "negatives", "mine.log"),
     threads: 1
     resources:
         mem_mb=4000,
     shell:
-        "argent mine {params.shards:q} --format grounded --modes {params.modes}"
-        " --seed {params.seed} --nltk-data {params.nltk:q} --out {output.parquet:q} > {log:q} 2>&1"
+        "argent mine {params.shards:q} --config {params.config:q} --format grounded"
+        " --nltk-data {params.nltk:q} --out {output.parquet:q} > {log:q} 2>&1"

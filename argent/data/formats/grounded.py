@@ -5,7 +5,7 @@ and ``ref_exps``; each span is ``[start_char, end_char, x1, y1, x2, y2, score]``
 normalised to [0, 1]. Plain sample: ``<key>.jpg`` + ``<key>.txt`` (or a ``.json`` with ``caption``).
 Extra fields (hiershapes' ``scene``) are ignored.
 
-Crops and phrases are cut at load time by HyCoCLIP's rule (method.md §5):
+Crops and phrases are cut at load time by HyCoCLIP's rule (docs/method.md §5):
 1. walk ``noun_chunks`` then ``ref_exps``; phrase = caption[start:end]; de-duplicate by phrase text,
    the first occurrence wins even if its box is then rejected;
 2. box to pixels with int(x·W), int(y·H) (W, H from the image header, so images resized after the

@@ -1,4 +1,4 @@
-"""HierarCaps readers (Alper & Averbuch-Elor, ECCV 2024; method.md §5).
+"""HierarCaps readers (Alper & Averbuch-Elor, ECCV 2024; docs/method.md §5).
 
 ``hierarcaps_test.csv``: columns ``id, captions, image_url``; ``captions`` holds 4 levels joined by
 ``" => "``, general → specific (level 4 is the original COCO caption); the image id is the trailing

@@ -1,4 +1,4 @@
-"""SugarCrepe compositional benchmark (Hsieh et al., NeurIPS 2023; method.md §5).
+"""SugarCrepe compositional benchmark (Hsieh et al., NeurIPS 2023; docs/method.md §5).
 
 One JSON file per category (``add_att.json``, ``add_obj.json``, ``replace_att.json``,
 ``replace_obj.json``, ``replace_rel.json``, ``swap_att.json``, ``swap_obj.json``), each

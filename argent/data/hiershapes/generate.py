@@ -47,8 +47,8 @@ from argent.data.hiershapes.scene import (
     scene_rng,
 )
 from argent.data.hiershapes.shapes import Drawn, aspect_of, render
-from argent.data.hiershapes.taxonomy import DEFAULT_CLASSES, DEFAULT_COLOURS
 from argent.data.hiershapes.vocab import Vocabulary
+from argent.data.hiershapes.wordnet_subtree import DEFAULT_CLASSES, DEFAULT_COLOURS
 from argent.data.shards import ShardWriter
 
 FORMAT_VERSION = 1

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from argent.data.hiershapes.taxonomy import HEADER, KINDS, NO_PARENT, SHIPPED_TAXONOMY
+from argent.data.hiershapes.wordnet_subtree import HEADER, KINDS, NO_PARENT, SHIPPED_TAXONOMY
 
 
 class VocabularyError(ValueError):

@@ -1,4 +1,4 @@
-"""Retrieval caption sets: COCO ``captions_*.json`` and Karpathy split JSON (method.md §5).
+"""Retrieval caption sets: COCO ``captions_*.json`` and Karpathy split JSON (docs/method.md §5).
 
 Both give a ``RetrievalSet``: a list of images, a flat list of captions, and for each caption the
 index of its image. Images are checked by header (no decode). Bad entries go through the

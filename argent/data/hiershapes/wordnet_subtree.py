@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from argent.wordnet import WordNetNotFound, load_wordnet
+
 SHIPPED_TAXONOMY = Path(__file__).resolve().parents[2] / "resources" / "hiershapes_taxonomy.tsv"
 DEFAULT_ROOT = "shape.n.02"
 DEFAULT_CLASSES: tuple[str, ...] = (
@@ -61,21 +63,12 @@ def name_of(synset: Any) -> str:
 
 
 def _load_wordnet(nltk_data: str | None) -> Any:
-    import nltk
-
-    if nltk_data:
-        nltk.data.path.insert(0, nltk_data)
-    from nltk.corpus import wordnet
-
     try:
-        version = wordnet.get_version()
-    except LookupError as err:
-        raise SystemExit(
-            "WordNet not found: put a folder holding corpora/wordnet.zip on NLTK_DATA or pass --nltk-data "
-            f"(a copy, not a symlink: nltk refuses symlinked zips). ({str(err).strip().splitlines()[0]})"
-        ) from None
-    if version != "3.0":
-        raise SystemExit(f"WordNet {version} found; hiershapes' wnids are WordNet 3.0 offsets")
+        wordnet = load_wordnet(nltk_data or None)  # argent's one WordNet loader
+    except WordNetNotFound as err:
+        raise SystemExit(str(err)) from None
+    if wordnet.get_version() != "3.0":
+        raise SystemExit(f"WordNet {wordnet.get_version()} found; hiershapes' wnids are WordNet 3.0 offsets")
     return wordnet
 
 

@@ -1,4 +1,5 @@
-"""Offline WordNet 3.0 through NLTK, from a location the caller names.
+"""Offline WordNet 3.0 through NLTK, from a location the caller names: argent's one WordNet loader
+(used by the hard-negative miner and by ``argent taxonomy``, the hiershapes taxonomy generator).
 
 NLTK reads WordNet from ``<folder>/corpora/wordnet.zip`` (or an unzipped ``corpora/wordnet/``) for
 any folder on ``nltk.data.path``. Recent NLTK refuses symbolic links and paths outside that list,
@@ -17,7 +18,7 @@ from typing import Any
 HOW_TO_GET = (
     "Get WordNet 3.0 in NLTK layout with `python -m nltk.downloader -d <folder> wordnet` (needs network "
     "once), or copy an existing wordnet.zip to <folder>/corpora/wordnet.zip "
-    "(argent.negatives.wordnet.stage_wordnet does this); then pass --nltk-data <folder> "
+    "(argent.wordnet.stage_wordnet does this); then pass --nltk-data <folder> "
     "(config key `nltk_data`) or set NLTK_DATA=<folder>."
 )
 

@@ -1,0 +1,71 @@
+"""The cleaning stage's part of the workflow config: the ``clean:`` section, typed and checked.
+
+Parsing goes through ``argent.config.from_dict``: an unknown key names its full path and the allowed
+keys; a wrongly typed value names its path, the value and the expected type. docs/method.md
+§6.4 explains what each setting does to the kept set and the negative pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from argent.config import ConfigError, from_dict, load_section, section_of
+
+
+@dataclass
+class CleanDataset:
+    """One HierarCaps-format data set the workflow cleans: its CSV and its image folder."""
+
+    csv: str
+    images: str
+
+
+@dataclass
+class CleanSection:
+    """``clean:``: which data sets the workflow cleans and every option of ``argent clean``."""
+
+    datasets: dict[str, CleanDataset] = field(default_factory=dict)
+    scorer: str = "text"  # text | checkpoint:<run dir> | open_clip:<arch>:<file> | hf:<folder>
+    verifier: str = ""  # "" = none; hf:<BLIP-ITM folder> replaces the alignment score
+    keep: int | Literal["all"] = 522  # most unambiguous samples kept, best alignment first
+    min_margin: float = 0.0  # unambiguous iff own score − best rival > this (0: mutual top-1)
+    min_alignment: float | None = None  # also require alignment ≥ this (null: no floor)
+    pool_size: int = 100  # captions in the rarely-retrieved negative pool
+    degree_k: int = 10  # top-k captions per image counted for the retrieval degree
+    table1: bool = True  # run the Table 1 false-negative analysis
+    table1_ks: list[int] = field(default_factory=lambda: [0, 5, 10])  # neighbour counts
+    table1_steps: int = 50  # radius thresholds swept by the protocol
+    table1_scorer: str = ""  # model evaluated in Table 1 ("" = the scorer); neighbours come from the scorer
+    seed: int = 0  # torch/numpy seed (recorded; scoring is deterministic)
+    bad_data: Literal["skip", "strict"] = "skip"
+    batch_size: int = 64
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        # Messages start with the key: from_dict prefixes the section path.
+        if isinstance(self.keep, int) and self.keep < 0:
+            raise ConfigError(f"keep: must be >= 0 or 'all', got {self.keep}")
+        for name, low in (("pool_size", 0), ("degree_k", 1), ("table1_steps", 2), ("batch_size", 1)):
+            if getattr(self, name) < low:
+                raise ConfigError(f"{name}: must be >= {low}, got {getattr(self, name)}")
+        if any(k < 0 for k in self.table1_ks):
+            raise ConfigError(f"table1_ks: neighbour counts must be >= 0, got {self.table1_ks}")
+        if not self.scorer:
+            raise ConfigError("scorer: give a scorer spec (e.g. text)")
+
+    @property
+    def keep_count(self) -> int | None:
+        """``keep`` as the selection rule takes it: None = every sample passing the thresholds."""
+        return None if self.keep == "all" else self.keep
+
+
+def clean_section(raw: dict[str, Any]) -> CleanSection:
+    """Check a workflow config mapping's ``clean:`` section (absent: every default)."""
+    return from_dict(CleanSection, section_of(raw, "clean"), "clean")
+
+
+def load_clean_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> CleanSection:
+    """The ``clean:`` section of the workflow config file (none: defaults), after ``clean.<key>=<value>`` overrides."""
+    return load_section(config, overrides, "clean", clean_section)
