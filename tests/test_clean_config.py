@@ -18,7 +18,7 @@ SCHEMA = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").r
 
 def test_the_shipped_configs_parse() -> None:
     section = load_clean_section(ROOT / "config" / "config.yaml")
-    assert section.keep == 522 and section.scorer == "text" and set(section.datasets) == {"hierarcaps", "hiershapes"}
+    assert section.keep == 522 and section.scorer == "text" and set(section.datasets) == {"hierarcaps", "hiershapes", "hiershapes_val"}
     assert load_clean_section(None) == CleanSection()
 
 
