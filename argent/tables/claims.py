@@ -153,7 +153,8 @@ def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
 
 
 def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size: str, long: pl.DataFrame,
-                   present: set[tuple[str, str]], seeds: dict[str, list[int]]) -> dict[str, Any]:
+                   present: set[tuple[str, str]], seeds: dict[str, list[int]],
+                   configured: set[str] | None = None) -> dict[str, Any]:
     row = _row(claim, cm, size)
     if spec is None:
         row.update(verdict="not evaluated",
@@ -164,7 +165,10 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
                expect=f"A {cm.expect} (Δ {'>' if sign > 0 else '<'} 0)")
     absent = [v for v in (claim.a, claim.b) if (v, size) not in present]
     if absent:
-        row.update(verdict="not run", note=f"no evaluation of {', '.join(absent)} (size {size}) in this run")
+        why = [f"{v}: " + ("configured, but no evaluation (failed or skipped; hard-negative variants need WordNet)"
+                           if configured and v in configured else "not in runs.variants of this config")
+               for v in absent]
+        row.update(verdict="not run", note=f"size {size}: " + "; ".join(why))
         return row
     a = values_by_seed(long, claim.a, size, spec.benchmark, spec.metric)
     b = values_by_seed(long, claim.b, size, spec.benchmark, spec.metric)
@@ -192,14 +196,15 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
     return row
 
 
-def claims_rows(spec: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]]) -> list[dict[str, Any]]:
+def claims_rows(spec: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]],
+                configured: set[str] | None = None) -> list[dict[str, Any]]:
     present = set(zip(long["variant"].to_list(), long["size"].to_list()))
     rows = []
     for size in sizes:
         for claim in spec.claims:
             for cm in claim.metrics:
                 for ms in spec.roles.get(cm.role) or [None]:
-                    rows.append(evaluate_claim(claim, cm, ms, size, long, present, seeds))
+                    rows.append(evaluate_claim(claim, cm, ms, size, long, present, seeds, configured))
     return rows
 
 

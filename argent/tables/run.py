@@ -80,7 +80,7 @@ def run(opts: TablesOptions) -> list[Path]:
 
     _write(opts, "main", *main_table(data, spec["main"]))
     _write(opts, "ablations", *ablation_table(data, spec["ablations"]))
-    rows = claims_rows(claims, long, sizes, seeds)
+    rows = claims_rows(claims, long, sizes, seeds, set(configured_variants(cfg)))
     _write(opts, "claims", claims_markdown(rows), rows)
     mech = mechanism_rows(collect_diagnostics(results / "runs"), variants, sizes, seeds)
     _write(opts, "mechanism", mechanism_markdown(mech), mech)
