@@ -10,7 +10,7 @@ import yaml
 
 from argent.tables import TablesOptions, run
 from argent.tables.claims import load_claims
-from argent.tables.cli import main as tables_main
+from argent.cli import main as argent_main
 from argent.tables.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,9 +233,9 @@ def test_cli_writes_every_table(tmp_path, capsys):
     _write_results(results)
     config = tmp_path / "workflow_config.yaml"
     config.write_text(yaml.safe_dump(_config(claims)))
-    assert tables_main(["--config", str(config), "--results", str(results)]) == 0
+    assert argent_main(["tables", "--config", str(config), "--results", str(results)]) == 0
     for name in ("main", "ablations", "claims", "mechanism"):
         assert (results / "tables" / f"{name}.md").is_file() and (results / "tables" / f"{name}.csv").is_file()
     assert "Claims of the papers" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no evaluation JSON"):
-        tables_main(["--config", str(config), "--results", str(tmp_path / "empty")])
+        argent_main(["tables", "--config", str(config), "--results", str(tmp_path / "empty")])

@@ -236,5 +236,5 @@ def claims_markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['id']} | {r['source']} | {metric} | {r['size']} | {r['variant_a']} vs {r['variant_b']} | "
                      f"{r['expect']} | {pub} | {ours} | **{r['verdict']}** | {r['note']} |")
     summary = ", ".join(f"{v or 'none'}: {k}" for v, k in sorted(counts.items()))
-    lines += ["", f"Rows by verdict — {summary}.", ""]
-    return "\n".join(lines)
+    lines.insert(4, f"Rows by verdict — {summary}.\n")
+    return "\n".join(lines) + "\n"

@@ -48,7 +48,7 @@ def mechanism_rows(diag: pl.DataFrame, variants: list[str], sizes: list[str],
             pairs = [p for p in PAIR_ITEMS if f"phi/{p}" in keys]
             if not pairs:
                 rows.append({**base, "pair": "", "parent": "", "status": "n/a", "n": 0, "partial": False,
-                             "step": step, "note": "no Lorentz diagnostics logged (Euclidean variant)"})
+                             "step": step, "note": "Euclidean variant: no cones, no Lorentz diagnostics"})
                 continue
             for pair in pairs:
                 parent = PAIR_ITEMS[pair][0]
@@ -74,7 +74,7 @@ def mechanism_markdown(rows: list[dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["status"] != "ok":
-            note = r["status"] + (f" ({r['note']})" if r.get("note") else "")
+            note = r["status"] + (f": {r['note']}" if r.get("note") else "")
             lines.append(f"| {r['variant']} | {r['size']} | {note} | | | | {r.get('step', '')} |")
             continue
         mark = f" {PARTIAL_MARK}" if r["partial"] else ""
