@@ -2,6 +2,7 @@
 cells, the mechanism table, and the CLI's outputs."""
 
 import json
+import math
 from pathlib import Path
 
 import polars as pl
@@ -181,8 +182,10 @@ def test_mechanism_from_the_last_diagnostics(tmp_path):
         run_dir.mkdir(parents=True)
         lines = [{"step": 4, "diag/collapse/text": 0.0, "diag/phi/text_image": 3.0, "curv": 1.0},
                  {"step": 6, "loss": 1.0},
-                 {"step": 8, "diag/collapse/text": share, "diag/phi/text_image": phi, "curv": 0.9}]
+                 {"step": 8, "diag/collapse/text": share, "diag/phi/text_image": phi, "curv": 0.64,
+                  "diag/norm/text/q50": 0.5 if seed else 0.1}]
         (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+        (run_dir / "config.yaml").write_text(yaml.safe_dump({"variant": {"cone_k": 0.1}}))
     clip_dir = results / "runs" / "clip-tiny" / "seed0"
     clip_dir.mkdir(parents=True)
     (clip_dir / "metrics.jsonl").write_text(json.dumps({"step": 8, "diag/norm/image/mean": 1.0}) + "\n")
@@ -193,6 +196,11 @@ def test_mechanism_from_the_last_diagnostics(tmp_path):
     assert meru[0]["collapse_mean"] == pytest.approx(0.6) and meru[0]["phi_mean"] == pytest.approx(1.1)
     assert meru[0]["collapse_ci95"] == pytest.approx(mean_ci([0.5, 0.7, 0.6]).half_width)
     assert meru[0]["step"] == "8" or meru[0]["step"] == 8
+    # aperture at the median norm: asin(2K/(√c·m)) = asin(0.2/(0.8·0.5)) = π/6 for seeds 1, 2; seed 0's
+    # median norm 0.1 is inside 2K/√c = 0.25, where the cone is a half-space: π/2.
+    apertures = [math.pi / 2, math.pi / 6, math.pi / 6]
+    assert meru[0]["omega_mean"] == pytest.approx(sum(apertures) / 3)
+    assert meru[0]["omega_ci95"] == pytest.approx(mean_ci(apertures).half_width)
     statuses = {r["variant"]: r["status"] for r in mech.to_dicts()}
     assert statuses["clip"] == "n/a" and statuses["argent"] == "not run"
     assert "60.0 ± " in (results / "tables" / "mechanism.md").read_text()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import yaml
 
 from argent.io import flatten
 
@@ -90,9 +91,20 @@ def collect_diagnostics(runs_dir: Path) -> pl.DataFrame:
         variant, size = split_run(path.parents[1].name)
         step, diag = found
         seed = _seed_of(path.parent)
+        cone_k = _run_cone_k(path.parent / "config.yaml")
+        if cone_k is not None:
+            diag["cone_k"] = cone_k
         rows += [{"variant": variant, "size": size, "seed": seed, "step": step, "key": k, "value": v}
                  for k, v in diag.items()]
     return pl.DataFrame(rows, schema=DIAG_SCHEMA)
+
+
+def _run_cone_k(config_yaml: Path) -> float | None:
+    """The cone constant K the run used (its resolved config.yaml), for the aperture at a norm."""
+    if not config_yaml.is_file():
+        return None
+    value = ((yaml.safe_load(config_yaml.read_text()) or {}).get("variant") or {}).get("cone_k")
+    return float(value) if _is_number(value) else None
 
 
 def configured_variants(cfg: dict[str, Any]) -> list[str]:

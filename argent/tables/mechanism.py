@@ -14,6 +14,7 @@ share. Euclidean variants (CLIP) log neither: their rows say n/a.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -23,6 +24,19 @@ from argent.tables.paper import PARTIAL_MARK
 from argent.tables.stats import Summary, fmt_summary, mean_ci
 
 PAIR_SYMBOL = {pair: f"{parent} ⊒ {child}" for pair, (parent, child) in PAIR_ITEMS.items()}
+
+
+def median_aperture(keys: dict[str, dict[int, float]], parent: str) -> dict[int, float]:
+    """Per seed, the half-aperture asin(min(1, 2K/(√c·m))) at the median parent norm m.
+
+    The aperture falls monotonically with the norm, so this is exactly the median aperture over
+    the batch's parents (before any per-pair η scaling of the cone loss)."""
+    q50, curv, cone_k = keys.get(f"norm/{parent}/q50", {}), keys.get("curv", {}), keys.get("cone_k", {})
+    out = {}
+    for seed in q50.keys() & curv.keys() & cone_k.keys():
+        denom = math.sqrt(curv[seed]) * q50[seed]
+        out[seed] = math.pi / 2 if denom <= 0 else math.asin(min(1.0, 2.0 * cone_k[seed] / denom))
+    return out
 
 
 def mechanism_rows(diag: pl.DataFrame, variants: list[str], sizes: list[str],
@@ -54,11 +68,13 @@ def mechanism_rows(diag: pl.DataFrame, variants: list[str], sizes: list[str],
                 parent = PAIR_ITEMS[pair][0]
                 share = mean_ci(keys.get(f"collapse/{parent}", {}).values())
                 phi = mean_ci(keys[f"phi/{pair}"].values())
+                omega = mean_ci(median_aperture(keys, parent).values())
                 n = max(share.n, phi.n)
                 rows.append({**base, "pair": pair, "parent": parent, "status": "ok", "n": n,
                              "partial": n < n_conf, "step": step,
                              "collapse_mean": share.mean, "collapse_ci95": share.half_width, "collapse_n": share.n,
                              "phi_mean": phi.mean, "phi_ci95": phi.half_width, "phi_n": phi.n,
+                             "omega_mean": omega.mean, "omega_ci95": omega.half_width, "omega_n": omega.n,
                              "curv_mean": curv.mean, "curv_ci95": curv.half_width, "curv_n": curv.n})
     return rows
 
@@ -69,20 +85,25 @@ def mechanism_markdown(rows: list[dict[str, Any]]) -> str:
              "is a half-space) and mean exterior angle φ (radians) of positive pairs, per pair type. Each run "
              "contributes the trainer's diagnostics at its last logged step, on that step's training batch; cells "
              "are mean ± 95 % CI over seeds (Student t), n = seeds, n=1 without CI. The share is logged per parent "
-             f"item, so pairs with the same parent repeat it. {PARTIAL_MARK} = fewer seeds than configured.", "",
-             "| variant | size | pair (parent ⊒ child) | share inside 2K/√c | mean φ (rad) | curvature c | step |",
-             "|---|---|---|---|---|---|---|"]
+             "item, so pairs with the same parent repeat it. Median ω: the cone half-aperture asin(min(1, 2K/(√c·m))) "
+             "at the median parent norm m (logged), i.e. the median aperture; the cone loss of HyCoCLIP scales it by "
+             "η per pair type. φ above ω: the typical positive pair lies outside its parent's cone (a mean against a "
+             f"median: a guide, not a count). {PARTIAL_MARK} = fewer seeds than configured.", "",
+             "| variant | size | pair (parent ⊒ child) | share inside 2K/√c | mean φ (rad) | median ω (rad) | "
+             "curvature c | step |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["status"] != "ok":
             note = r["status"] + (f": {r['note']}" if r.get("note") else "")
-            lines.append(f"| {r['variant']} | {r['size']} | {note} | | | | {r.get('step', '')} |")
+            lines.append(f"| {r['variant']} | {r['size']} | {note} | | | | | {r.get('step', '')} |")
             continue
         mark = f" {PARTIAL_MARK}" if r["partial"] else ""
         share = fmt_summary(_summary(r, "collapse"), 100.0, 1).replace(" (n=", " % (n=", 1) + mark
         phi = fmt_summary(_summary(r, "phi"), 1.0, 3) + mark
+        omega = fmt_summary(_summary(r, "omega"), 1.0, 3)
         curv = fmt_summary(_summary(r, "curv"), 1.0, 3)
         lines.append(f"| {r['variant']} | {r['size']} | {PAIR_SYMBOL.get(r['pair'], r['pair'])} | {share} | {phi} | "
-                     f"{curv} | {r['step']} |")
+                     f"{omega} | {curv} | {r['step']} |")
     return "\n".join(lines) + "\n"
 
 
