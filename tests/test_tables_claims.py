@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from argent.tables import TablesOptions, run
-from argent.tables.claims import load_claims
+from argent.tables.claims import expected_sign, load_claims, parse_roles
 from argent.cli import main as argent_main
 from argent.tables.stats import mean_ci
 
@@ -232,6 +232,15 @@ def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_pa
     assert {m.role for c in claims for m in c.metrics} <= roles
     variants = yaml.safe_load((ROOT / "config" / "variants.yaml").read_text())
     assert {v for c in claims for v in (c.a, c.b)} <= set(variants)
+    # every published difference agrees with its expected direction under the config's metric directions
+    for config in ("config.yaml", "paper.yaml"):
+        mapping = yaml.safe_load((ROOT / "config" / config).read_text())["tables"]["claims"]["metrics"]
+        specs = parse_roles(mapping)
+        assert {m.role for c in claims for m in c.metrics} <= set(specs), config
+        for c in claims:
+            for m in c.metrics:
+                for spec in specs[m.role]:
+                    assert expected_sign(m, spec, c.id) in (1, -1)
 
 
 def test_cli_writes_every_table(tmp_path, capsys):
