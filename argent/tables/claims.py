@@ -176,10 +176,10 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         row.update(verdict="not evaluated", note=f"{spec.key} did not run for {claim.a if not a else claim.b}")
         return row
     diffs = paired_differences(a, b)
-    configured = set(seeds.get(claim.a, [])) & set(seeds.get(claim.b, []))
+    both_seeds = set(seeds.get(claim.a, [])) & set(seeds.get(claim.b, []))
     summary = mean_ci(diffs.values())
     row.update(a_mean=mean_ci(a[k] for k in diffs).mean, b_mean=mean_ci(b[k] for k in diffs).mean,
-               n=summary.n, n_configured=len(configured), partial=summary.n < len(configured),
+               n=summary.n, n_configured=len(both_seeds), partial=summary.n < len(both_seeds),
                seeds=" ".join(str(k) for k in diffs))
     if summary.n == 0:
         undefined = [v for v, vals in ((claim.a, a), (claim.b, b)) if all(x is None for x in vals.values())]
