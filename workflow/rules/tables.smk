@@ -2,16 +2,12 @@
 # and run folder (argent/tables/).
 
 
-def claims_file():
-    return (config["tables"].get("claims") or {}).get("file", "config/claims.yaml")
-
-
 rule tables:
     input:
         evals=eval_targets(),
         runs=summaries(),
         extra=table_extras(),
-        claims=claims_file(),
+        claims=(config["tables"].get("claims") or {}).get("file", "config/claims.yaml"),
     output:
         main_md=report(R("tables", "main.md"), caption="../report/main_table.rst", category="Tables"),
         main_csv=R("tables", "main.csv"),
