@@ -1,4 +1,5 @@
-# The paper's tables and figures from every evaluation JSON and run folder.
+# The paper's tables, the claims and mechanism tables, and the figures, from every evaluation JSON
+# and run folder (argent/tables/).
 
 
 rule tables:
@@ -6,11 +7,16 @@ rule tables:
         evals=eval_targets(),
         runs=summaries(),
         extra=table_extras(),
+        claims=(config["tables"].get("claims") or {}).get("file", "config/claims.yaml"),
     output:
         main_md=report(R("tables", "main.md"), caption="../report/main_table.rst", category="Tables"),
         main_csv=R("tables", "main.csv"),
         ablations_md=report(R("tables", "ablations.md"), caption="../report/ablations_table.rst", category="Tables"),
         ablations_csv=R("tables", "ablations.csv"),
+        claims_md=report(R("tables", "claims.md"), caption="../report/claims_table.rst", category="Claims"),
+        claims_csv=R("tables", "claims.csv"),
+        mechanism_md=report(R("tables", "mechanism.md"), caption="../report/mechanism_table.rst", category="Claims"),
+        mechanism_csv=R("tables", "mechanism.csv"),
         curves=report(R("figures", "training_curves.png"), caption="../report/curves.rst", category="Figures"),
         figures=report(
             directory(R("figures", "runs")),
@@ -23,10 +29,10 @@ rule tables:
         config=EFFECTIVE_CONFIG,
         results=lambda w: str(RESULTS),
         skipped=skipped_benchmarks(),
-        hash=stable_hash([config.get("tables", {}), config["runs"]]),
+        hash=stable_hash([config.get("tables", {}), config["runs"], config.get("tune", {}).get("enabled")]),
     log:
         R("logs", "tables.log"),
     threads: 1
     shell:
         "argent tables --config {params.config:q} --results {params.results:q} --out {params.out:q}"
-        " --figures {output.figures:q} --curves {output.curves:q} > {log:q} 2>&1"
+        " --claims {input.claims:q} --figures {output.figures:q} --curves {output.curves:q} > {log:q} 2>&1"

@@ -1,0 +1,33 @@
+"""`argent tables`: the paper's tables, the claims and mechanism tables, and the figures."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import yaml
+
+from argent.tables.run import TablesOptions, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="argent tables", description=__doc__.splitlines()[0])
+    p.add_argument("--config", type=Path, required=True, help="workflow config (tables, runs sections)")
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.add_argument("--out", type=Path, default=None, help="tables folder (default <results>/tables)")
+    p.add_argument("--figures", type=Path, default=None, help="per-run figures folder (default <results>/figures/runs)")
+    p.add_argument("--curves", type=Path, default=None, help="training-curves PNG (default <results>/figures/training_curves.png)")
+    p.add_argument("--claims", type=Path, default=None, help="claims file (default: tables.claims.file of the config)")
+    args = p.parse_args(argv)
+    try:
+        cfg = yaml.safe_load(args.config.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"argent tables: config {args.config} not found") from None
+    opts = TablesOptions(cfg, args.results, args.out, args.figures, args.curves, args.claims)
+    try:
+        run(opts)
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f"argent tables: {err}") from None
+    for name in ("main", "claims"):
+        print(opts.tables_dir.joinpath(f"{name}.md").read_text())
+    return 0

@@ -1,0 +1,98 @@
+"""``run(options)``: every table and figure of one results folder.
+
+Writes under ``<results>/tables``: main.{md,csv}, ablations.{md,csv}, claims.{md,csv},
+mechanism.{md,csv}, probe.{md,csv} (when the probe ran), plus whatever the writers in
+``EXTRA_WRITERS`` produce; figures under ``<results>/figures``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import polars as pl
+
+from argent.io import atomic_output, atomic_write_text
+from argent.tables.claims import ClaimsSpec, claims_markdown, claims_rows, load_claims, parse_roles
+from argent.tables.collect import collect, collect_diagnostics, configured_seeds, configured_variants
+from argent.tables.figures import copy_run_figures, training_curves
+from argent.tables.mechanism import mechanism_markdown, mechanism_rows
+from argent.tables.paper import TableInput, ablation_table, main_table
+from argent.tables.probe import probe_table
+
+
+@dataclass
+class TablesOptions:
+    config: dict[str, Any]                 # the merged workflow config (tables, runs, tune sections)
+    results: Path = Path("results")
+    out: Path | None = None                # default <results>/tables
+    figures: Path | None = None            # default <results>/figures/runs
+    curves: Path | None = None             # default <results>/figures/training_curves.png
+    claims_file: Path | None = None        # default tables.claims.file of the config
+    written: list[Path] = field(default_factory=list)
+
+    @property
+    def tables_dir(self) -> Path:
+        return self.out or self.results / "tables"
+
+
+# Further table writers, called last with the options (e.g. the cost table from Snakemake's
+# benchmark files): each takes TablesOptions and writes its own files under options.tables_dir.
+EXTRA_WRITERS: list[Callable[[TablesOptions], None]] = []
+
+
+def write_csv(records: list[dict[str, Any]], path: Path) -> None:
+    with atomic_output(path) as tmp:
+        pl.DataFrame(records, infer_schema_length=None).write_csv(tmp)
+
+
+def _write(opts: TablesOptions, name: str, md: str, records: list[dict[str, Any]]) -> None:
+    atomic_write_text(opts.tables_dir / f"{name}.md", md)
+    write_csv(records, opts.tables_dir / f"{name}.csv")
+    opts.written += [opts.tables_dir / f"{name}.md", opts.tables_dir / f"{name}.csv"]
+
+
+def claims_spec(opts: TablesOptions) -> ClaimsSpec:
+    section = opts.config["tables"].get("claims") or {}
+    path = opts.claims_file or (Path(section["file"]) if section.get("file") else None)
+    if path is None:
+        raise ValueError("tables.claims.file: not set; point it at the claims file (config/claims.yaml)")
+    return ClaimsSpec(load_claims(path), parse_roles(section.get("metrics") or {}))
+
+
+def run(opts: TablesOptions) -> list[Path]:
+    """Build every table; returns the files written."""
+    cfg, results = opts.config, opts.results
+    opts.tables_dir.mkdir(parents=True, exist_ok=True)
+    long = collect(results / "eval")
+    if long.is_empty():
+        raise ValueError(f"no evaluation JSON under {results / 'eval'}; run the evaluate jobs first")
+    evaluated_sizes = set(long["size"].to_list())
+    sizes = [s for s in cfg["runs"]["sizes"] if s in evaluated_sizes]
+    spec = cfg["tables"]
+    named = spec["main"]["variants"] + [r["variant"] for g in spec["ablations"]["groups"] for r in g["rows"]]
+    claims = claims_spec(opts)
+    named += [v for c in claims.claims for v in (c.a, c.b)]
+    variants = list(dict.fromkeys(configured_variants(cfg) + named))
+    seeds = {v: configured_seeds(cfg, v) for v in variants}
+    data = TableInput.build(long, sizes, seeds)
+
+    _write(opts, "main", *main_table(data, spec["main"]))
+    _write(opts, "ablations", *ablation_table(data, spec["ablations"]))
+    rows = claims_rows(claims, long, sizes, seeds, set(configured_variants(cfg)))
+    _write(opts, "claims", claims_markdown(rows), rows)
+    mech = mechanism_rows(collect_diagnostics(results / "runs"), variants, sizes, seeds)
+    _write(opts, "mechanism", mechanism_markdown(mech), mech)
+    if any((results / "probe").glob("*/seed*.json")):
+        _write(opts, "probe", *probe_table(results / "probe"))
+
+    curves = opts.curves or results / "figures" / "training_curves.png"
+    training_curves(results / "runs", curves)
+    figures = opts.figures or results / "figures" / "runs"
+    figures.mkdir(parents=True, exist_ok=True)
+    copy_run_figures(results / "eval", figures)
+
+    for writer in EXTRA_WRITERS:  # the lead adds argent.tables.cost's writer here at merge
+        writer(opts)
+    return opts.written

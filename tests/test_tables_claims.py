@@ -1,0 +1,258 @@
+"""argent tables on synthetic evaluation JSON: claims verdicts, "not run" rows, n=1 and partial
+cells, the mechanism table, and the CLI's outputs."""
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from argent.tables import TablesOptions, run
+from argent.tables.claims import expected_sign, load_claims, parse_roles
+from argent.cli import main as argent_main
+from argent.tables.stats import mean_ci
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CLAIMS = {"claims": [
+    {"id": "up", "source": "T", "a": "argent", "b": "hycoclip",
+     "metrics": {"pep_auc": {"expect": "better", "published": [97.3, 94.6]}}},
+    {"id": "down", "source": "T", "a": "argent", "b": "hycoclip",
+     "metrics": {"zeroshot": {"expect": "better", "published": [38.8, 37.3]}}},
+    {"id": "tie", "source": "T", "a": "argent", "b": "hycoclip",
+     "metrics": {"tie": {"expect": "better", "published": [3.76, 3.96]}}},
+    {"id": "noisy", "source": "T", "a": "meru", "b": "clip", "metrics": {"zeroshot": {"expect": "worse"}}},
+    {"id": "absent", "source": "T", "a": "argent_noreg", "b": "argent",
+     "metrics": {"zeroshot": {"expect": "worse", "published": [20.8, 22.8]}}},
+    {"id": "single", "source": "T", "a": "meru_adaent", "b": "meru", "metrics": {"pep_auc": {"expect": "better"}}},
+    {"id": "unmapped", "source": "T", "a": "argent", "b": "meru", "metrics": {"compositional": {"expect": "better"}}},
+    {"id": "undefined", "source": "T", "a": "argent", "b": "clip", "metrics": {"pep_auc": {"expect": "better"}}},
+]}
+
+# seed -> metrics per variant; argent beats hycoclip on PEP by ≈ 5 points on every seed (a shared
+# seed effect on top), loses on top-1 by ≈ 4, and has the lower (better) TIE.
+EVAL = {
+    "argent": {k: {"hs_zeroshot": {"top1": 0.40 + d, "tie": 3.0 + d}, "hs_pep": {"auc": 0.80 + d}}
+               for k, d in {0: 0.00, 1: 0.03, 2: -0.02}.items()},
+    "hycoclip": {k: {"hs_zeroshot": {"top1": 0.44 + d + e, "tie": 3.4 + d}, "hs_pep": {"auc": 0.75 + d + e}}
+                 for k, d, e in [(0, 0.00, 0.001), (1, 0.03, -0.002), (2, -0.02, 0.0015)]},
+    "meru": {0: {"hs_zeroshot": {"top1": 0.30}, "hs_pep": {"auc": 0.60}},
+             1: {"hs_zeroshot": {"top1": 0.36}, "hs_pep": {"auc": 0.62}},
+             2: {"hs_zeroshot": {"top1": 0.31}, "hs_pep": {"auc": 0.61}}},
+    "clip": {0: {"hs_zeroshot": {"top1": 0.33}, "hs_pep": {"auc": None}},
+             1: {"hs_zeroshot": {"top1": 0.31}, "hs_pep": {"auc": None}},
+             2: {"hs_zeroshot": {"top1": 0.35}, "hs_pep": {"auc": None}}},
+    "meru_adaent": {0: {"hs_zeroshot": {"top1": 0.30}, "hs_pep": {"auc": 0.70}}},
+}
+
+
+def _config(claims_file: Path) -> dict:
+    return {
+        "runs": {"variants": ["clip", "meru", "hycoclip", "argent", "meru_adaent", "argent_noreg"], "sizes": ["tiny"],
+                 "seeds": [0, 1, 2], "seeds_by_variant": {"meru_adaent": [0]}},
+        "tables": {
+            "main": {"variants": ["clip", "meru", "hycoclip", "argent"],
+                     "columns": [{"label": "Cls", "benchmark": "hs_zeroshot", "metric": "top1", "scale": 100},
+                                 {"label": "PEP AUC", "benchmark": "hs_pep", "metric": "auc", "scale": 100}]},
+            "ablations": {"columns": [{"label": "Cls", "benchmark": "hs_zeroshot", "metric": "top1", "scale": 100}],
+                          "groups": [{"name": "(c) L_Reg", "rows": [{"label": "no reg", "variant": "argent_noreg"},
+                                                                    {"label": "ARGENT", "variant": "argent"}]},
+                                     {"name": "(a)", "rows": [{"label": "MERU AdaEnt", "variant": "meru_adaent"}]}]},
+            "claims": {"file": str(claims_file), "metrics": {
+                "zeroshot": [{"benchmark": "hs_zeroshot", "metric": "top1", "scale": 100}],
+                "tie": [{"benchmark": "hs_zeroshot", "metric": "tie", "lower_is_better": True}],
+                "pep_auc": [{"benchmark": "hs_pep", "metric": "auc", "scale": 100}]}},
+        },
+    }
+
+
+def _write_results(root: Path, drop: tuple[tuple[str, int], ...] = ()) -> None:
+    for variant, seeds in EVAL.items():
+        for seed, benches in seeds.items():
+            if (variant, seed) in drop:
+                continue
+            for bench, metrics in benches.items():
+                path = root / "eval" / f"{variant}-tiny" / f"seed{seed}" / f"{bench}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"benchmark": bench, "metrics": metrics}))
+
+
+@pytest.fixture
+def built(tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(yaml.safe_dump(CLAIMS))
+    results = tmp_path / "results"
+    _write_results(results)
+    run(TablesOptions(_config(claims), results))
+    return results / "tables"
+
+
+def _claim(tables: Path, claim_id: str) -> dict:
+    rows = pl.read_csv(tables / "claims.csv").filter(pl.col("id") == claim_id).to_dicts()
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_reproduced_with_the_hand_computed_paired_difference(built):
+    row = _claim(built, "up")
+    diffs = [100 * ((0.80 + d) - (0.75 + d + e)) for d, e in [(0, 0.001), (0.03, -0.002), (-0.02, 0.0015)]]
+    expected = mean_ci(diffs)
+    assert row["n"] == 3 and row["seeds"] == "0 1 2"
+    assert row["diff_mean"] == pytest.approx(expected.mean) and row["ci95"] == pytest.approx(expected.half_width)
+    assert row["published_diff"] == pytest.approx(97.3 - 94.6)
+    assert row["verdict"] == "reproduced"
+
+
+def test_contradicted_when_the_ci_excludes_zero_the_other_way(built):
+    row = _claim(built, "down")
+    assert row["diff_mean"] < 0 and row["ci_high"] < 0
+    assert row["verdict"] == "contradicted"
+
+
+def test_lower_is_better_metric_reproduces_with_a_negative_difference(built):
+    row = _claim(built, "tie")
+    assert row["lower_is_better"] is True and row["expected_sign"] == -1
+    assert row["diff_mean"] == pytest.approx(-0.4) and row["verdict"] == "reproduced"
+
+
+def test_inconclusive_when_the_ci_covers_zero(built):
+    row = _claim(built, "noisy")  # meru − clip on top-1: −3, +5, −4 points
+    assert row["ci_low"] < 0 < row["ci_high"] and row["verdict"] == "inconclusive"
+
+
+def test_missing_variant_gives_a_not_run_row(built):
+    row = _claim(built, "absent")
+    assert row["verdict"] == "not run" and "argent_noreg" in row["note"] and row["n"] == 0
+    md = (built / "claims.md").read_text()
+    assert "| absent |" in md and "not run" in md
+
+
+def test_n1_claim_has_no_ci_and_no_verdict(built):
+    row = _claim(built, "single")  # meru_adaent has seed 0 only (as configured)
+    assert row["n"] == 1 and row["ci95"] is None and row["verdict"] == "inconclusive"
+    assert row["partial"] is False  # one seed is all the config trains for meru_adaent
+    assert row["diff_mean"] == pytest.approx(10.0)
+
+
+def test_unmapped_role_and_undefined_metric_are_said_not_dropped(built):
+    assert _claim(built, "unmapped")["verdict"] == "not evaluated"
+    assert _claim(built, "undefined")["verdict"] == "n/a"  # PEP is null for CLIP
+
+
+def test_partial_seeds_pair_only_common_seeds_and_say_so(tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(yaml.safe_dump(CLAIMS))
+    results = tmp_path / "results"
+    _write_results(results, drop=(("hycoclip", 2),))
+    run(TablesOptions(_config(claims), results))
+    row = _claim(results / "tables", "up")
+    assert (row["n"], row["n_configured"], row["partial"], row["seeds"]) == (2, 3, True, "0 1")
+    main = pl.read_csv(results / "tables" / "main.csv")
+    cell = main.filter((pl.col("variant") == "hycoclip") & (pl.col("column") == "Cls")).to_dicts()[0]
+    assert (cell["n"], cell["partial"]) == (2, True)
+    assert "(n=2) †" in (results / "tables" / "main.md").read_text()
+
+
+def test_main_and_ablation_cells(built):
+    main = pl.read_csv(built / "main.csv")
+    cell = main.filter((pl.col("variant") == "meru") & (pl.col("column") == "Cls")).to_dicts()[0]
+    expected = mean_ci([30.0, 36.0, 31.0])
+    assert cell["mean"] == pytest.approx(expected.mean) and cell["ci95"] == pytest.approx(expected.half_width)
+    assert cell["n"] == 3 and cell["status"] == "ok"
+    clip_pep = main.filter((pl.col("variant") == "clip") & (pl.col("column") == "PEP AUC")).to_dicts()[0]
+    assert clip_pep["status"] == "n/a"
+    abl = pl.read_csv(built / "ablations.csv")
+    noreg = abl.filter(pl.col("variant") == "argent_noreg").to_dicts()
+    assert noreg and all(r["status"] == "not run" for r in noreg)
+    single = abl.filter(pl.col("variant") == "meru_adaent").to_dicts()[0]
+    assert (single["n"], single["ci95"], single["status"]) == (1, None, "ok")
+    md = (built / "ablations.md").read_text()
+    assert "| MERU AdaEnt | tiny | 30.00 (n=1) |" in md and "| no reg | tiny | not run |" in md
+
+
+def test_mechanism_from_the_last_diagnostics(tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(yaml.safe_dump(CLAIMS))
+    results = tmp_path / "results"
+    _write_results(results)
+    for seed, (share, phi) in enumerate([(0.5, 1.0), (0.7, 1.2), (0.6, 1.1)]):
+        run_dir = results / "runs" / "meru-tiny" / f"seed{seed}"
+        run_dir.mkdir(parents=True)
+        lines = [{"step": 4, "diag/collapse/text": 0.0, "diag/phi/text_image": 3.0, "curv": 1.0},
+                 {"step": 6, "loss": 1.0},
+                 {"step": 8, "diag/collapse/text": share, "diag/phi/text_image": phi, "curv": 0.64,
+                  "diag/norm/text/q50": 0.5 if seed else 0.1}]
+        (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+        (run_dir / "config.yaml").write_text(yaml.safe_dump({"variant": {"cone_k": 0.1}}))
+    clip_dir = results / "runs" / "clip-tiny" / "seed0"
+    clip_dir.mkdir(parents=True)
+    (clip_dir / "metrics.jsonl").write_text(json.dumps({"step": 8, "diag/norm/image/mean": 1.0}) + "\n")
+    run(TablesOptions(_config(claims), results))
+    mech = pl.read_csv(results / "tables" / "mechanism.csv")
+    meru = mech.filter(pl.col("variant") == "meru").to_dicts()
+    assert [r["pair"] for r in meru] == ["text_image"]
+    assert meru[0]["collapse_mean"] == pytest.approx(0.6) and meru[0]["phi_mean"] == pytest.approx(1.1)
+    assert meru[0]["collapse_ci95"] == pytest.approx(mean_ci([0.5, 0.7, 0.6]).half_width)
+    assert meru[0]["step"] == "8" or meru[0]["step"] == 8
+    # aperture at the median norm: asin(2K/(√c·m)) = asin(0.2/(0.8·0.5)) = π/6 for seeds 1, 2; seed 0's
+    # median norm 0.1 is inside 2K/√c = 0.25, where the cone is a half-space: π/2.
+    apertures = [math.pi / 2, math.pi / 6, math.pi / 6]
+    assert meru[0]["omega_mean"] == pytest.approx(sum(apertures) / 3)
+    assert meru[0]["omega_ci95"] == pytest.approx(mean_ci(apertures).half_width)
+    statuses = {r["variant"]: r["status"] for r in mech.to_dicts()}
+    assert statuses["clip"] == "n/a" and statuses["argent"] == "not run"
+    assert "60.0 ± " in (results / "tables" / "mechanism.md").read_text()
+
+
+def test_claims_file_errors_name_the_claim(tmp_path):
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump({"claims": [{"id": "x", "source": "s", "a": "a", "b": "b",
+                                               "metrics": {"tie": {"published": [1, 2]}}}]}))
+    with pytest.raises(ValueError, match="claim x, metric tie.*expect"):
+        load_claims(bad)
+    # published sign against expect, under the metric's direction: TIE 3.96 − 3.76 > 0 is worse.
+    claims = tmp_path / "c.yaml"
+    claims.write_text(yaml.safe_dump({"claims": [{"id": "y", "source": "s", "a": "argent", "b": "hycoclip",
+                                                  "metrics": {"tie": {"expect": "better", "published": [3.96, 3.76]}}}]}))
+    results = tmp_path / "results"
+    _write_results(results)
+    with pytest.raises(ValueError, match="claim y, metric tie: published A − B = \\+0.2"):
+        run(TablesOptions(_config(claims), results))
+
+
+def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_path):
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    claims = load_claims(ROOT / cfg["tables"]["claims"]["file"])
+    ids = {c.id for c in claims}
+    assert {"T3a-meru-adaent-vs-cone", "T3a-hycoclip-adaent-vs-cone", "T3b-intra-vs-none", "T3b-intra-vs-any",
+            "T3c-reg-hycoclip", "T3c-reg-meru", "CJ-concrete-vs-random", "CJ-cement-vs-none"} <= ids
+    roles = set(cfg["tables"]["claims"]["metrics"])
+    assert {m.role for c in claims for m in c.metrics} <= roles
+    variants = yaml.safe_load((ROOT / "config" / "variants.yaml").read_text())
+    assert {v for c in claims for v in (c.a, c.b)} <= set(variants)
+    # every published difference agrees with its expected direction under the config's metric directions
+    for config in ("config.yaml", "paper.yaml"):
+        mapping = yaml.safe_load((ROOT / "config" / config).read_text())["tables"]["claims"]["metrics"]
+        specs = parse_roles(mapping)
+        assert {m.role for c in claims for m in c.metrics} <= set(specs), config
+        for c in claims:
+            for m in c.metrics:
+                for spec in specs[m.role]:
+                    assert expected_sign(m, spec, c.id) in (1, -1)
+
+
+def test_cli_writes_every_table(tmp_path, capsys):
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(yaml.safe_dump(CLAIMS))
+    results = tmp_path / "results"
+    _write_results(results)
+    config = tmp_path / "workflow_config.yaml"
+    config.write_text(yaml.safe_dump(_config(claims)))
+    assert argent_main(["tables", "--config", str(config), "--results", str(results)]) == 0
+    for name in ("main", "ablations", "claims", "mechanism"):
+        assert (results / "tables" / f"{name}.md").is_file() and (results / "tables" / f"{name}.csv").is_file()
+    assert "Claims of the papers" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no evaluation JSON"):
+        argent_main(["tables", "--config", str(config), "--results", str(tmp_path / "empty")])
