@@ -20,13 +20,15 @@ from typing import Any, Literal
 
 import yaml
 
+from argent.io import ArgentError
+
 PAIR_TYPES = ("text_image", "phrase_crop", "crop_image", "phrase_text")
 """Entailment pairs, named parent_child: caption ⊒ image, phrase ⊒ crop (inter-modality);
 crop ⊒ image, phrase ⊒ caption (intra-modality: a box is more general than its whole)."""
 INTRA_PAIRS = ("crop_image", "phrase_text")
 
 
-class ConfigError(ValueError):
+class ConfigError(ArgentError, ValueError):
     """A config value is missing, unknown or of the wrong type; the message names its key path."""
 
 

@@ -28,15 +28,10 @@ import polars as pl
 import yaml
 
 from argent.io import atomic_output, atomic_write_bytes, atomic_write_text, flatten
+from argent.runs import split_run
 
 PUBLISHED = Path(__file__).parent / "resources" / "published.yaml"
 RUN_DIR_PARTS = 3  # <variant>-<size>/seed<k>/<benchmark>.json
-
-
-def split_run(name: str) -> tuple[str, str]:
-    """``<variant>-<size>`` -> (variant, size); sizes contain no '-'."""
-    variant, _, size = name.rpartition("-")
-    return variant, size
 
 
 def collect(eval_dir: Path) -> pl.DataFrame:

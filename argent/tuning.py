@@ -398,7 +398,7 @@ def study_spec(
     fingerprint: dict[str, Any] | None = None,
 ) -> StudySpec:
     """Resolve storage (default: SQLite in ``out_dir``) and the MLflow URI (default: under ``results_dir``)."""
-    from argent.engine.tracking import default_uri
+    from argent.runs import results_tracking_uri as default_uri
 
     out = Path(out_dir).resolve()
     storage = tune.storage or f"sqlite:///{out / 'optuna.db'}"
@@ -827,7 +827,7 @@ class TrainingObjective:
         return exp
 
     def __call__(self, ctx: TrialContext) -> float:
-        from argent.engine.checkpoint import load_model
+        from argent.runs import load_model
         from argent.engine.trainer import train
 
         exp = self.experiment_config(ctx.params)

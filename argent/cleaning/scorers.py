@@ -17,7 +17,7 @@ Scorers (``make_scorer(spec)``):
   exists (no expanded file, e.g. the hiershapes split, or an image with only its own caption)
   the sample's own level-4 caption stands in: its alignment is then 1 by construction and only
   the ambiguity (caption vs the other samples) is informative. ``image_proxy(sample)`` says which.
-- ``checkpoint:<run dir>`` — an argent run (``argent.engine.checkpoint.load_model``): images squeezed
+- ``checkpoint:<run dir>`` — an argent run (``argent.runs.load_model``): images squeezed
   to the model's size (retrieval protocol), cosine or −d.
 - ``open_clip:<arch>:<checkpoint file>`` — an open_clip model from a local checkpoint (optional).
 - ``hf:<folder>`` — a Hugging Face dual encoder with ``get_image_features``/``get_text_features``
@@ -300,7 +300,7 @@ class CheckpointScorer(Scorer):
 
     @classmethod
     def from_run_dir(cls, run_dir: str | Path, device: str = "cpu", batch_size: int = 32) -> "CheckpointScorer":
-        from argent.engine.checkpoint import load_model
+        from argent.runs import load_model
 
         try:
             model, _ = load_model(run_dir, device=device)

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         entries = {name: load_benchmark(args.config, name, args.base_dir) for name in args.benchmark}
-        from argent.engine.checkpoint import load_model
+        from argent.runs import load_model
 
         model, cfg = load_model(args.run, device=args.device)
     except (ConfigError, FileNotFoundError) as err:

@@ -1264,7 +1264,7 @@ def main(argv: list[str] | None = None) -> int:
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     try:
         cfg = resolve_config(args)
-        from argent.engine.checkpoint import load_model
+        from argent.runs import load_model
 
         model, exp = load_model(args.run, device=args.device)
         result = probe_model(model, args.data, args.taxonomy, args.names, cfg, BadDataPolicy(args.policy), progress=say)
