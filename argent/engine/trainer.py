@@ -22,13 +22,13 @@ from typing import Any, Callable, Iterator
 import torch
 import yaml
 
-from argent.config import DataConfig, ExperimentConfig
+from argent.config import ConfigError, DataConfig, ExperimentConfig
 from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
 from argent.engine.tracking import Tracker, run_tags
-from argent.io import atomic_output, atomic_write_text
+from argent.io import ArgentError, atomic_output, atomic_write_text
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
@@ -47,7 +47,7 @@ log = logging.getLogger("argent.train")
 PERF_PREFIX = "perf/"  # wall-clock numbers: logged, but not part of the reproducible record
 
 
-class TrainingDiverged(RuntimeError):
+class TrainingDiverged(ArgentError, RuntimeError):
     """A loss term became NaN/inf; the message names the step, the term and the last good checkpoint."""
 
 
@@ -175,7 +175,7 @@ def train(
     encoder = ctx.wrap(BatchEncoder(model, cfg.variant.use_boxes))
     per_rank = cfg.train.batch_size // ctx.world_size
     if per_rank * ctx.world_size != cfg.train.batch_size:
-        raise ValueError(f"train.batch_size {cfg.train.batch_size} is not divisible by the world size {ctx.world_size}")
+        raise ConfigError(f"train.batch_size {cfg.train.batch_size} is not divisible by the world size {ctx.world_size}")
     stream = batches(step) if batches else _loader(cfg, per_rank, ctx, start_batch=step)
 
     tracker = Tracker(cfg.tracking.uri or default_tracking_uri(run.root),
@@ -352,7 +352,7 @@ def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, s
     from argent.data.loaders import train_loader
 
     if not cfg.data.train_shards:
-        raise ValueError("data.train_shards: no training shards configured (a glob of .tar files)")
+        raise ConfigError("data.train_shards: no training shards configured (a glob of .tar files)")
     return iter(train_loader(
         negatives_config(cfg), batch_size=per_rank, image_size=cfg.model.image_size, context_length=cfg.model.context_length,
         use_boxes=cfg.variant.use_boxes, seed=cfg.seed, rank=ctx.rank, world_size=ctx.world_size,
@@ -372,7 +372,7 @@ def negatives_config(cfg: ExperimentConfig) -> DataConfig:
         return dataclasses.replace(cfg.data, negatives="")
     path = Path(cfg.data.negatives)
     if not cfg.data.negatives:
-        raise ValueError(f"variant {cfg.variant_name!r} uses hard_negatives: {mode}, but data.negatives is empty; "
+        raise ConfigError(f"variant {cfg.variant_name!r} uses hard_negatives: {mode}, but data.negatives is empty; "
                          f"mine them first (argent mine) and point data.negatives at the output folder")
     if path.is_dir():
         path = path / f"train-{mode}.parquet"
