@@ -133,6 +133,25 @@ def train(
     ``batch_hook(step, batch)`` may alter a batch (fault injection in tests); ``on_checkpoint(step,
     model)`` runs on rank 0 after every checkpoint (e.g. a validation score for an Optuna pruner; an
     exception it raises stops training with the checkpoint already saved)."""
+    try:
+        return _train(cfg, out_dir, resume, batches, batch_hook, on_checkpoint)
+    except BaseException:
+        # A fresh run that failed before its first checkpoint leaves nothing behind (its staging
+        # folder holds only its own config and metrics); the folder's earlier files are untouched.
+        staging = RunFolder(Path(out_dir)).staging.root
+        if int(os.environ.get("RANK", "0")) == 0 and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _train(
+    cfg: ExperimentConfig,
+    out_dir: str | Path,
+    resume: str,
+    batches: Callable[[int], Iterator[dict[str, Any]]] | None,
+    batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None,
+    on_checkpoint: Callable[[int, DualEncoder], None] | None,
+) -> dict[str, Any]:
     run = RunFolder(Path(out_dir))
     require_device(cfg.train.device)
     ctx = dist_utils.setup(cfg.train.device)

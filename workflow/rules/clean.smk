@@ -26,5 +26,5 @@ rule clean_hierarcaps:
         mem_mb=4000,
     shell:
         "argent clean --csv {params.csv:q} --images {params.images:q} --scorer {params.scorer:q}"
-        " --keep {params.keep} --pool-size {params.pool_size} --degree-k {params.degree_k}"
+        " --keep {params.keep:q} --pool-size {params.pool_size:q} --degree-k {params.degree_k:q}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -213,8 +213,8 @@ def train_launcher(wildcards, threads):
     """``python -m argent`` on one process; ``torchrun`` (free rendezvous port) for several GPUs."""
     gpus = int(config["runs"].get("gpus", 0))
     if gpus > 1:
-        return f"torchrun --standalone --nproc_per_node {gpus} -m argent"
-    return "argent"
+        return ["torchrun", "--standalone", "--nproc_per_node", str(gpus), "-m", "argent"]
+    return ["argent"]
 
 
 # ---- probe and tables ---------------------------------------------------------------------------------

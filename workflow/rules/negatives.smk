@@ -18,5 +18,5 @@ rule mine_negatives:
     resources:
         mem_mb=4000,
     shell:
-        "argent mine {params.shards:q} --format grounded --modes {params.modes}"
-        " --seed {params.seed} --nltk-data {params.nltk:q} --out {output.parquet:q} > {log:q} 2>&1"
+        "argent mine {params.shards:q} --format grounded --modes {params.modes:q}"
+        " --seed {params.seed:q} --nltk-data {params.nltk:q} --out {output.parquet:q} > {log:q} 2>&1"

@@ -19,7 +19,7 @@ rule probe:
         mem_mb=3000,
     shell:
         "argent probe --run {params.run_dir:q} --data {params.data:q} --params {params.options:q}"
-        " --out {output:q} --threads {threads} --quiet > {log:q} 2>&1"
+        " --out {output:q} --threads {threads:q} --quiet > {log:q} 2>&1"
 
 
 rule probe_figure:
