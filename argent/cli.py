@@ -12,6 +12,7 @@ import traceback
 from argent.io import ArgentError
 
 VERBS: dict[str, tuple[str, str]] = {
+    "check": ("argent.check", "preflight: validate the config, data paths, a few records, device, disk"),
     "synth": ("argent.data.hiershapes.cli", "generate the embedded hiershapes benchmark"),
     "taxonomy": ("argent.data.hiershapes.taxonomy", "regenerate the shipped hiershapes taxonomy from WordNet"),
     "train": ("argent.engine.cli", "train one (variant, size, seed) run"),

@@ -2,6 +2,8 @@
 
 
 rule synth_hiershapes:
+    input:
+        preflight=ancient(PREFLIGHT),
     output:
         manifest=HIERSHAPES_MANIFEST,
     params:
