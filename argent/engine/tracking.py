@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from argent.io import flatten
-from argent.runs import default_tracking_uri, read_metrics  # noqa: F401  (read_metrics: re-exported)
+from argent.runs import default_tracking_uri, read_metrics, read_run_config  # noqa: F401  (read_metrics: re-exported)
 
 log = logging.getLogger("argent.tracking")
 
@@ -115,12 +115,8 @@ def run_tags(cfg_dict: dict[str, Any], run_dir: Path, config_hash: str) -> dict[
 
 def resend(run_dir: Path, uri: str | None = None) -> bool:
     """Mirror a run folder into MLflow. Returns whether tracking succeeded."""
-    import yaml
-
-    from argent.config import experiment_from_resolved
-
-    cfg_dict = yaml.safe_load((run_dir / "config.yaml").read_text())
-    cfg = experiment_from_resolved(cfg_dict)
+    cfg = read_run_config(run_dir)  # a torn or missing config.yaml is an error naming the file
+    cfg_dict = cfg.to_dict()
     uri = uri or cfg.tracking.uri or default_tracking_uri(run_dir)
     tracker = Tracker(uri, cfg.tracking.experiment, run_dir.parent.name + "-" + run_dir.name,
                       run_tags(cfg_dict, run_dir, cfg.result_hash()))

@@ -121,3 +121,10 @@ def test_malformed_metrics_line_in_the_middle_names_file_and_line(finished_run, 
     metrics.write_text("\n".join(["{bad", *lines]) + "\n")
     code, err = argent("track", "--run", finished_run, "--uri", "sqlite:///" + str(finished_run.parent / "m.db"))
     assert code == 2 and f"{metrics}: line 1" in err and "Traceback" not in err
+
+
+def test_track_on_a_torn_config_names_the_file(finished_run, argent):
+    config = finished_run / "config.yaml"
+    config.write_text(config.read_text()[:-40] + "\n  bad: [")
+    code, err = argent("track", "--run", finished_run, "--uri", "sqlite:///" + str(finished_run.parent / "m.db"))
+    assert code == 2 and str(config) in err and "Traceback" not in err
