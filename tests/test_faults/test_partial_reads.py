@@ -51,3 +51,19 @@ def test_unbalanced_quote_is_one_bad_row_and_the_rest_is_read(tmp_path):
     assert len(samples) == 19  # not 3: the rows after the broken one are still read
     with pytest.raises(BadDataError, match=rf"{path}: row 4: a quote opens"):
         read_hierarcaps_expanded(path, BadDataPolicy("strict"))
+
+
+def test_evaluation_from_fewer_items_says_partial(tmp_path, caplog):
+    from argent.evaluation.benchmarks import parse_benchmark
+    from argent.evaluation.runner import evaluate
+    from tests.test_eval_runner import OracleModel, _karpathy
+
+    raw = {"protocol": "retrieval", "annotations": str(_karpathy(tmp_path)), "image_dir": str(tmp_path / "img")}
+    assert evaluate(OracleModel(), "r", parse_benchmark("r", raw))["partial"] is False
+    raw["annotations"] = str(_karpathy(tmp_path / "b", broken=True))
+    raw["image_dir"] = str(tmp_path / "b" / "img")
+    result = evaluate(OracleModel(), "r", parse_benchmark("r", raw))
+    assert result["partial"] is True and sum(result["counts"]["skipped"].values()) == 1
+    assert "PARTIAL result" in caplog.text
+    with pytest.raises(BadDataError, match="9.jpg"):
+        evaluate(OracleModel(), "r", parse_benchmark("r", {**raw, "bad_data": "strict"}))
