@@ -69,7 +69,12 @@ def test_corrupt_checkpoint_is_named_by_every_loader(finished_run, tmp_path, arg
     code, err = argent("train", "--config", config, "--variant", "meru", "--size", "tiny", "--out", finished_run,
                        "--resume", "strict")
     assert code == 2 and str(ckpt) in err and "Traceback" not in err
-    assert checksums(finished_run) == before
+    bench = tmp_path / "bench.yaml"
+    bench.write_text("benchmarks: {zs: {protocol: zeroshot, root: nowhere, taxonomy: nowhere.txt}}\n")
+    code, err = argent("evaluate", "--run", finished_run, "--benchmark", "zs", "--config", bench,
+                       "--out", tmp_path / "zs.json")
+    assert code == 2 and str(ckpt) in err and "Traceback" not in err
+    assert checksums(finished_run) == before and not (tmp_path / "zs.json").exists()
 
 
 def test_resume_auto_moves_a_corrupt_checkpoint_aside_and_starts_fresh(finished_run, caplog):
