@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import pickle
+import shutil
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,10 @@ STAGING = ".staging"
 
 class CheckpointError(ArgentError):
     """A checkpoint is unreadable (torn, zero bytes) or was made under another config."""
+
+
+class ResumeMismatch(CheckpointError):
+    """``--resume strict`` was asked for a checkpoint made under a config that changes the result."""
 
 
 class RunNotFound(CheckpointError, FileNotFoundError):
@@ -202,3 +209,62 @@ def load_model(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple
     model = build_model(cfg.model, cfg.variant.geometry)
     model.load_state_dict(state["model"])
     return model.to(device).eval(), cfg
+
+
+# ---- starting, resuming, promoting a staged run ------------------------------------------------
+
+
+def clean_stale(run: RunFolder) -> None:
+    """Temp files of a writer killed mid-write and a killed fresh run's staging folder."""
+    for path in run.stale_temp_files():
+        log.warning("%s: removing a temp file left by a killed write", path)
+        path.unlink(missing_ok=True)
+    if run.staging.root.exists():
+        log.warning("%s: removing the staging folder of an earlier run that stopped before its first "
+                    "checkpoint", run.staging.root)
+        shutil.rmtree(run.staging.root)
+
+
+def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.device,
+                 is_main: bool = True) -> dict[str, Any] | None:
+    """The checkpoint to continue from, or None to start fresh. Readability and the config hash are
+    checked before anything else; ``auto`` moves an unreadable checkpoint aside (kept) and says so."""
+    if resume == "no":
+        return None
+    if not run.checkpoint.exists():
+        if resume == "strict":
+            raise CheckpointError(f"{run.checkpoint}: --resume strict, but there is no checkpoint to continue from; "
+                                  f"drop --resume to start fresh (or use --resume auto)")
+        return None
+    try:
+        state = read_checkpoint(run.checkpoint, device)
+    except CheckpointError as err:
+        if resume == "strict" or not is_main:
+            raise
+        aside = run.checkpoint.with_name(f"{CHECKPOINT}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+        os.replace(run.checkpoint, aside)
+        log.warning("%s. Moved it to %s (kept) and training from scratch.", err, aside)
+        return None
+    if state.get("config_hash") != config_hash:
+        if resume == "auto":
+            log.info("%s: checkpoint config differs from the current config; training from scratch", run.checkpoint)
+            return None
+        raise ResumeMismatch(
+            f"{run.checkpoint}: made with config hash {state.get('config_hash')}, the config now hashes to "
+            f"{config_hash}; a setting that changes the result differs. Diff {run.config} against your "
+            f"config, or train into a new folder."
+        )
+    return state
+
+
+def promote(staging: RunFolder, run: RunFolder) -> None:
+    """Move a staged fresh run into its folder, once its first checkpoint exists. The old run's
+    files go first (summary first: it marks a finished run), the checkpoint comes last, so an
+    interruption leaves a started run without checkpoint, never a mix of two runs."""
+    for old in (run.summary, run.curves, run.checkpoint, run.metrics):
+        old.unlink(missing_ok=True)
+    os.replace(staging.config, run.config)
+    if staging.metrics.exists():
+        os.replace(staging.metrics, run.metrics)
+    os.replace(staging.checkpoint, run.checkpoint)
+    shutil.rmtree(staging.root, ignore_errors=True)

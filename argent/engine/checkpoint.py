@@ -12,7 +12,6 @@ import numpy as np
 import torch
 
 from argent.io import atomic_output
-from argent.runs import CHECKPOINT, read_checkpoint  # noqa: F401  (the engine's names for them)
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:

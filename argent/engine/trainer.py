@@ -32,14 +32,16 @@ from argent.io import ArgentError, atomic_output, atomic_write_text
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
-from argent.runs import (
-    CHECKPOINT,
-    CheckpointError,
+from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
+    ResumeMismatch,
     RunFolder,
+    clean_stale,
     default_tracking_uri,
+    promote,
     read_checkpoint,
     read_metrics,
     require_device,
+    resume_state,
 )
 
 log = logging.getLogger("argent.train")
@@ -49,10 +51,6 @@ PERF_PREFIX = "perf/"  # wall-clock numbers: logged, but not part of the reprodu
 
 class TrainingDiverged(ArgentError, RuntimeError):
     """A loss term became NaN/inf; the message names the step, the term and the last good checkpoint."""
-
-
-class ResumeMismatch(CheckpointError):
-    """``--resume`` was asked for a checkpoint made under a config that changes the result."""
 
 
 # ---- batches -------------------------------------------------------------------------------
@@ -170,8 +168,8 @@ def _train(
 
     if is_main:
         run.root.mkdir(parents=True, exist_ok=True)
-        _remove_stale(run)
-    state = _resume_state(run, resume, config_hash, device, is_main)
+        clean_stale(run)
+    state = resume_state(run, resume, config_hash, device, is_main)
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -214,7 +212,7 @@ def _train(
             "step": at_step, "skipped": skipped, "rng": rng_state(), "config_hash": config_hash,
         }, files.checkpoint)
         if files != run:
-            _promote(files, run)
+            promote(files, run)
             files = run
         rows = read_metrics(files.metrics)
         tracker.log_metrics(rows[synced:])
@@ -309,62 +307,6 @@ def _train(
 
 def _checkpoint_step(path: Path) -> int:
     return int(read_checkpoint(path)["step"])
-
-
-def _remove_stale(run: RunFolder) -> None:
-    """Temp files of a writer killed mid-write and a killed fresh run's staging folder."""
-    for path in run.stale_temp_files():
-        log.warning("%s: removing a temp file left by a killed write", path)
-        path.unlink(missing_ok=True)
-    if run.staging.root.exists():
-        log.warning("%s: removing the staging folder of an earlier run that stopped before its first "
-                    "checkpoint", run.staging.root)
-        shutil.rmtree(run.staging.root)
-
-
-def _resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.device,
-                  is_main: bool) -> dict[str, Any] | None:
-    """The checkpoint to continue from, or None to start fresh. Readability and the config hash are
-    checked before anything else; ``auto`` moves an unreadable checkpoint aside (kept) and says so."""
-    if resume == "no":
-        return None
-    if not run.checkpoint.exists():
-        if resume == "strict":
-            raise CheckpointError(f"{run.checkpoint}: --resume strict, but there is no checkpoint to continue from; "
-                                  f"drop --resume to start fresh (or use --resume auto)")
-        return None
-    try:
-        state = read_checkpoint(run.checkpoint, device)
-    except CheckpointError as err:
-        if resume == "strict" or not is_main:
-            raise
-        aside = run.checkpoint.with_name(f"{CHECKPOINT}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
-        os.replace(run.checkpoint, aside)
-        log.warning("%s. Moved it to %s (kept) and training from scratch.", err, aside)
-        return None
-    if state.get("config_hash") != config_hash:
-        if resume == "auto":
-            log.info("%s: checkpoint config differs from the current config; training from scratch", run.checkpoint)
-            return None
-        raise ResumeMismatch(
-            f"{run.checkpoint}: made with config hash {state.get('config_hash')}, the config now hashes to "
-            f"{config_hash}; a setting that changes the result differs. Diff {run.config} against your "
-            f"config, or train into a new folder."
-        )
-    return state
-
-
-def _promote(staging: RunFolder, run: RunFolder) -> None:
-    """Move a staged fresh run into its folder, once its first checkpoint exists. The old run's
-    files go first (summary first: it marks a finished run), the checkpoint comes last, so an
-    interruption leaves a started run without checkpoint, never a mix of two runs."""
-    for old in (run.summary, run.curves, run.checkpoint, run.metrics):
-        old.unlink(missing_ok=True)
-    os.replace(staging.config, run.config)
-    if staging.metrics.exists():
-        os.replace(staging.metrics, run.metrics)
-    os.replace(staging.checkpoint, run.checkpoint)
-    shutil.rmtree(staging.root, ignore_errors=True)
 
 
 def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, start_batch: int) -> Iterator[dict]:
