@@ -95,8 +95,8 @@ class RunFolder:
 
     def results_root(self) -> Path:
         """The results folder above ``runs/``; a folder outside that layout is its own root."""
-        parent = self.root.resolve().parent
-        return parent.parent if parent.parent.name == RUNS_DIR else self.root.resolve()
+        runs = self.root.resolve().parent.parent  # <results>/runs/<variant>-<size>/seed<k>
+        return runs.parent if runs.name == RUNS_DIR else self.root.resolve()
 
 
 def run_name(variant: str, size: str) -> str:
