@@ -13,6 +13,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/check.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/clean.smk"
 include: "workflow/rules/negatives.smk"

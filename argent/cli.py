@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
+import json
 import os
 import sys
+import traceback
+
+from argent.io import ArgentError
 
 VERBS: dict[str, tuple[str, str]] = {
+    "check": ("argent.check", "preflight: validate the config, data paths, a few records, device, disk"),
     "synth": ("argent.data.hiershapes.cli", "generate the embedded hiershapes benchmark"),
     "taxonomy": ("argent.data.hiershapes.wordnet_subtree", "regenerate the shipped hiershapes taxonomy from WordNet"),
     "train": ("argent.engine.cli", "train one (variant, size, seed) run"),
@@ -19,11 +25,13 @@ VERBS: dict[str, tuple[str, str]] = {
     "track": ("argent.engine.tracking", "re-send a finished run's metrics.jsonl to MLflow"),
 }
 
+EXPECTED_EXIT = 2  # an expected failure (bad input, damaged file, missing device, full disk): a message, no traceback
+
 
 def _usage() -> str:
     lines = ["usage: argent <verb> [options]", "", "verbs:"]
     lines += [f"  {verb:<10} {help_}" for verb, (_, help_) in VERBS.items()]
-    lines += ["", "argent <verb> --help for a verb's options."]
+    lines += ["", "argent <verb> --help for a verb's options; --debug (anywhere) shows tracebacks."]
     return "\n".join(lines)
 
 
@@ -38,8 +46,54 @@ def main(argv: list[str] | None = None) -> int:
     if verb not in VERBS:
         print(f"argent: unknown verb {verb!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(VERBS[verb][0])
-    return int(module.main(rest) or 0)
+    debug = "--debug" in rest or os.environ.get("ARGENT_DEBUG") == "1"
+    rest = [a for a in rest if a != "--debug"]
+    try:
+        module = importlib.import_module(VERBS[verb][0])
+        return int(module.main(rest) or 0)
+    except Exception as err:  # noqa: BLE001 - the one error boundary of every verb
+        message = explain(err)
+        if message is None or debug:
+            raise
+        print(f"argent {verb}: {message}", file=sys.stderr)
+        print(f"argent {verb}: (add --debug for the traceback)", file=sys.stderr)
+        return EXPECTED_EXIT
+
+
+def explain(err: BaseException) -> str | None:
+    """The one-paragraph message for an expected failure, or None for a bug (shown as a traceback)."""
+    if isinstance(err, ArgentError):
+        return str(err)
+    if isinstance(err, json.JSONDecodeError):
+        return f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}; " \
+               f"delete the damaged file and re-run the job that writes it ({_origin(err)})"
+    if isinstance(err, FileNotFoundError) and err.errno is None:
+        return str(err)  # argent's own "not found" messages name the path and the fix
+    if isinstance(err, OSError) and err.errno is not None:
+        where = err.filename or "?"
+        if err.errno == errno.ENOSPC:
+            return f"{where}: no space left on the device; free space there (or point results/--out elsewhere) " \
+                   f"and re-run: finished files were not touched"
+        if err.errno == errno.EROFS:
+            return f"{where}: the file system is read-only; write the output to a writable folder"
+        if err.errno in (errno.EACCES, errno.EPERM):
+            return f"{where}: permission denied; make it writable/readable for this user or choose another folder"
+        if err.errno == errno.ENOENT:
+            return f"{where}: no such file or folder; check the path (and the config key that names it)"
+        if err.errno in (errno.EISDIR, errno.ENOTDIR):
+            return f"{where}: {err.strerror}; check the path"
+        if err.errno == errno.EDQUOT:
+            return f"{where}: disk quota exceeded; free space and re-run"
+    if isinstance(err, RuntimeError) and "inline_container" in str(err) and "write" in str(err).lower():
+        # torch.save reports a failed write (e.g. a full disk) this way; the atomic writer kept the old file.
+        return f"writing a checkpoint failed ({str(err).splitlines()[0][:200]}); most often a full disk: free " \
+               f"space and re-run (the previous checkpoint is intact)"
+    return None
+
+
+def _origin(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    return f"raised in {frames[-1].filename}:{frames[-1].lineno}" if frames else "see --debug"
 
 
 if __name__ == "__main__":

@@ -20,19 +20,33 @@ from typing import Any, Literal
 
 import yaml
 
+from argent.io import ArgentError
+
 PAIR_TYPES = ("text_image", "phrase_crop", "crop_image", "phrase_text")
 """Entailment pairs, named parent_child: caption ⊒ image, phrase ⊒ crop (inter-modality);
 crop ⊒ image, phrase ⊒ caption (intra-modality: a box is more general than its whole)."""
 INTRA_PAIRS = ("crop_image", "phrase_text")
 
 
-class ConfigError(ValueError):
+class ConfigError(ArgentError, ValueError):
     """A config value is missing, unknown or of the wrong type; the message names its key path."""
 
 
 # --------------------------------------------------------------------------------------------
 # Sections
 # --------------------------------------------------------------------------------------------
+
+
+def check_range(key: str, value: float, low: float | None = None, high: float | None = None,
+                low_open: bool = False, high_open: bool = False) -> None:
+    """Raise ``ConfigError`` naming ``key`` when ``value`` is outside [low, high] (open ends when asked).
+    ``from_dict`` prefixes the section, so the message carries the key's full path."""
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
+        hi = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
+        raise ConfigError(f"{key}: {value!r} is out of range; must be {' and '.join(x for x in (lo, hi) if x)}")
 
 
 @dataclass
@@ -44,6 +58,10 @@ class CementConfig:
     margin_max: float = 0.1
     margin_direction: Literal["increasing", "decreasing"] = "increasing"
     hinge_weight: float = 0.2
+
+    def __post_init__(self) -> None:
+        check_range("margin_max", self.margin_max, low=0.0)
+        check_range("hinge_weight", self.hinge_weight, low=0.0)
 
 
 @dataclass
@@ -80,8 +98,9 @@ class VariantConfig:
                 raise ConfigError(f"cone_eta: unknown pair {pair!r}; allowed: {PAIR_TYPES}")
         if self.geometry == "euclidean" and (self.entailment != "none" or self.norm_reg_weight):
             raise ConfigError("geometry: euclidean variants take no entailment or norm regulariser")
-        if self.huber_beta <= 0:
-            raise ConfigError("huber_beta: must be > 0")
+        check_range("huber_beta", self.huber_beta, low=0.0, low_open=True)
+        for key in ("entailment_weight", "cone_k", "h_tau", "norm_reg_weight"):
+            check_range(key, getattr(self, key), low=0.0)
 
 
 @dataclass
@@ -104,6 +123,13 @@ class ModelConfig:
     learn_curv: bool = True
     logit_scale_init: float = 1.0 / 0.07
     logit_scale_max: float = 100.0
+
+    def __post_init__(self) -> None:
+        for key in ("image_size", "patch_size", "vision_width", "vision_layers", "vision_heads", "text_width",
+                    "text_layers", "text_heads", "context_length", "vocab_size", "embed_dim"):
+            check_range(key, getattr(self, key), low=1)
+        for key in ("vision_mlp_ratio", "curv_init", "logit_scale_init", "logit_scale_max"):
+            check_range(key, getattr(self, key), low=0.0, low_open=True)
 
 
 MODEL_SIZES: dict[str, dict[str, Any]] = {
@@ -130,6 +156,15 @@ class OptimConfig:
     warmup_steps: int = 4000
     grad_clip: float = 0.0  # 0 = none (the recipe)
 
+    def __post_init__(self) -> None:
+        check_range("lr", self.lr, low=0.0, low_open=True)
+        for i, beta in enumerate(self.betas):
+            check_range(f"betas[{i}]", beta, low=0.0, high=1.0, high_open=True)
+        check_range("weight_decay", self.weight_decay, low=0.0)
+        check_range("norm_bias_decay", self.norm_bias_decay, low=0.0)
+        check_range("warmup_steps", self.warmup_steps, low=0)
+        check_range("grad_clip", self.grad_clip, low=0.0)
+
 
 @dataclass
 class TrainConfig:
@@ -146,6 +181,12 @@ class TrainConfig:
     max_skipped_steps: int = 10
     shuffle_buffer: int = 4000
 
+    def __post_init__(self) -> None:
+        for key in ("batch_size", "steps", "log_every", "diagnostics_every", "checkpoint_every"):
+            check_range(key, getattr(self, key), low=1)
+        for key in ("num_workers", "max_skipped_steps", "shuffle_buffer"):
+            check_range(key, getattr(self, key), low=0)
+
 
 @dataclass
 class DataConfig:
@@ -158,6 +199,9 @@ class DataConfig:
     augment: bool = True
     negatives: str = ""  # parquet of mined hard negatives (``argent mine``), if any
     dataset_hash: str = ""
+
+    def __post_init__(self) -> None:
+        check_range("min_box_area", self.min_box_area, low=0)
 
 
 @dataclass
@@ -296,7 +340,12 @@ def parse_override(text: str) -> dict[str, Any]:
     if "=" not in text:
         raise ConfigError(f"override {text!r}: expected key.path=value")
     key, raw = text.split("=", 1)
-    value = yaml.safe_load(raw)
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"override {text!r}: the value is not valid YAML ({err})") from None
+    if not key.strip() or any(not part for part in key.strip().split(".")):
+        raise ConfigError(f"override {text!r}: expected key.path=value (an empty part in {key!r})")
     out: dict[str, Any] = {}
     node = out
     parts = key.strip().split(".")
@@ -309,6 +358,21 @@ def parse_override(text: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------------------------
+
+WORKFLOW_SECTIONS = (
+    "variants_file", "results", "hiershapes", "hiershapes_templates", "runs", "model", "optim", "train",
+    "train_by_size", "data", "tracking", "variant", "variant_overrides", "evaluate", "benchmarks", "clean",
+    "negatives", "tune", "probe", "tables",
+)
+"""Top-level sections of the workflow config (workflow/schemas/config.schema.yaml: a test keeps the
+two lists equal). Anything else is a typo, and an error."""
+
+
+def check_sections(cfg: dict[str, Any], where: str = "config") -> None:
+    unknown = sorted(set(cfg) - set(WORKFLOW_SECTIONS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(WORKFLOW_SECTIONS)}")
+
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 SIZE_RE = re.compile(r"^[A-Za-z0-9]+$")
@@ -389,8 +453,11 @@ def load_experiment(
     """
     config_path = Path(config_path)
     cfg = load_yaml(config_path)
+    check_sections(cfg, str(config_path))
     for text in overrides:
-        cfg = deep_merge(cfg, parse_override(text))
+        override = parse_override(text)
+        check_sections(override, f"--set {text}")
+        cfg = deep_merge(cfg, override)
     return experiment_from_dict(cfg, variant, size, seed, base_dir=Path.cwd(), variant_overrides=variant_overrides)
 
 
@@ -404,10 +471,21 @@ def experiment_from_dict(
 ) -> ExperimentConfig:
     check_name(variant, "variant")
     check_name(size, "size")
+    check_sections(cfg)
     variants_file = Path(cfg.get("variants_file", "config/variants.yaml"))
     if not variants_file.is_absolute():
         variants_file = base_dir / variants_file
+    if not variants_file.is_file():
+        raise ConfigError(f"variants_file: {variants_file} not found (a relative path is taken from {base_dir}); "
+                          f"run from the project root or give an absolute path")
     catalogue = load_variants(variants_file)
+    for section, allowed in (("model", MODEL_SIZES), ("train_by_size", MODEL_SIZES), ("variant_overrides", catalogue)):
+        value = cfg.get(section) or {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"{section}: expected a mapping, got {value!r}")
+        unknown = sorted(set(value) - set(allowed))
+        if unknown:
+            raise ConfigError(f"{section}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
     v_over = deep_merge((cfg.get("variant_overrides") or {}).get(variant, {}), cfg.get("variant", {}) or {})
     v_over = deep_merge(v_over, variant_overrides or {})
     train = deep_merge(cfg.get("train", {}) or {}, (cfg.get("train_by_size") or {}).get(size, {}) or {})

@@ -14,6 +14,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+class ArgentError(Exception):
+    """An expected failure (bad input, missing file, damaged run): its message names the file, row or
+    config key, says what is wrong and what to do. ``argent`` prints it without a traceback, exit 2."""
+
+
+class ReadError(ArgentError, ValueError):
+    """A file could not be read as what it should be (torn, malformed)."""
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it over ``path``, else delete it.
@@ -52,6 +61,23 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_json(path: str | Path, data: Any, indent: int = 2) -> None:
     """Indented JSON; NaN and infinities are refused (they are not JSON)."""
     atomic_write_text(path, json.dumps(data, indent=indent, allow_nan=False) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file's content; a missing, torn or malformed file is a ``ReadError`` naming it. Readers
+    that aggregate many files call this for all of them before writing anything."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ReadError(f"{path}: file not found") from None
+    except UnicodeDecodeError as err:
+        raise ReadError(f"{path}: not UTF-8 text ({err}); delete it and re-run the job that writes it") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ReadError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}); "
+                        f"delete it and re-run the job that writes it") from None
 
 
 def flatten(d: dict[str, Any], sep: str = ".", prefix: str = "") -> dict[str, Any]:

@@ -15,6 +15,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from argent.io import ArgentError
+
 HOW_TO_GET = (
     "Get WordNet 3.0 in NLTK layout with `python -m nltk.downloader -d <folder> wordnet` (needs network "
     "once), or copy an existing wordnet.zip to <folder>/corpora/wordnet.zip "
@@ -23,7 +25,7 @@ HOW_TO_GET = (
 )
 
 
-class WordNetNotFound(RuntimeError):
+class WordNetNotFound(ArgentError, RuntimeError):
     """WordNet is not at the named location (or nowhere NLTK looks, when none is named)."""
 
 

@@ -93,7 +93,8 @@ def _run_folder(root: Path) -> Path:
     run.mkdir(parents=True)
     (run / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     torch.manual_seed(0)
-    torch.save({"model": build_model(cfg.model, cfg.variant.geometry).state_dict()}, run / "checkpoint.pt")
+    torch.save({"model": build_model(cfg.model, cfg.variant.geometry).state_dict(), "config_hash": cfg.result_hash()},
+               run / "checkpoint.pt")
     return run
 
 

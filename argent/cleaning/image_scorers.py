@@ -50,7 +50,7 @@ class CheckpointScorer(Scorer):
     @classmethod
     def from_run_dir(cls, run_dir: str | Path, device: str = "cpu", batch_size: int = 32) -> "CheckpointScorer":
         # Lazy: the run folder's reader lives in the engine, a later stage (argent.runs after the faults merge).
-        from argent.engine.checkpoint import load_model
+        from argent.runs import load_model
 
         try:
             model, _ = load_model(run_dir, device=device)

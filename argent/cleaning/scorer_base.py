@@ -16,13 +16,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from argent.data.formats.hierarcaps import HierarCapsSample
+from argent.io import ArgentError
 
 DEFAULT_BATCH = 64
 SIM_CHUNK = 1024  # rows per similarity block: bounds memory at SIM_CHUNK × M floats
 EMBED_CHUNK = 4096  # items per embedding call (the scorer batches inside)
 
 
-class ScorerUnavailable(RuntimeError):
+class ScorerUnavailable(ArgentError, RuntimeError):
     """A configured scorer cannot be built (weights or package absent); the message says what to do."""
 
 

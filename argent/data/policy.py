@@ -17,11 +17,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
+from argent.io import ArgentError
+
 Mode = Literal["skip", "strict"]
 MODES: tuple[str, ...] = ("skip", "strict")
 
 
-class BadDataError(ValueError):
+class BadDataError(ArgentError, ValueError):
     """Bad input data; the message names the file, row or key and what to do."""
 
 

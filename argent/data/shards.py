@@ -53,7 +53,8 @@ def iter_shard(path: str | Path, policy: BadDataPolicy) -> Iterator[RawSample]:
     """Raw samples of one shard, in file order, each with ``__row__``.
 
     A truncated or unreadable tar counts as one ``corrupt_shard`` (the samples before the damage are
-    kept); a missing shard file is an error.
+    kept); a tar cut at a member boundary (no end-of-archive marker) as one ``truncated_shard``; a
+    missing shard file is an error.
     """
     from webdataset.tariterators import group_by_keys
 
@@ -68,6 +69,32 @@ def iter_shard(path: str | Path, policy: BadDataPolicy) -> Iterator[RawSample]:
             row += 1
     except (tarfile.TarError, OSError, EOFError, ValueError) as err:
         policy.bad("corrupt_shard", f"{path}: row {row}: unreadable tar ({err})")
+        return
+    if not has_end_marker(path):
+        policy.bad("truncated_shard", f"{path}: ends after row {row - 1} without the tar end-of-archive blocks: "
+                                      f"the file was cut short (an interrupted copy or download); copy it again")
+
+
+def has_end_marker(path: str | Path) -> bool:
+    """Whether the tar ends with its end-of-archive marker (two zero blocks after the last member).
+
+    A tar cut exactly at a member boundary reads as a normal end of file; only the missing marker
+    tells it apart from a complete one.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    try:
+        with tarfile.open(path, "r:") as tar:
+            end = 0
+            for member in tar:
+                end = member.offset_data + -(-member.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+    except tarfile.TarError:
+        return False
+    if size - end < 2 * tarfile.BLOCKSIZE:
+        return False
+    with open(path, "rb") as f:
+        f.seek(end)
+        return f.read(2 * tarfile.BLOCKSIZE) == bytes(2 * tarfile.BLOCKSIZE)
 
 
 def sample_where(sample: RawSample) -> str:

@@ -16,10 +16,12 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from argent.io import ArgentError
+
 __all__ = ["Taxonomy", "TaxonomyError", "read_names"]
 
 
-class TaxonomyError(ValueError):
+class TaxonomyError(ArgentError, ValueError):
     """The edge list is malformed or not a tree; the message names the file and line."""
 
 

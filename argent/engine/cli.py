@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 import yaml
 
 from argent.config import ConfigError, check_name, load_experiment
+from argent.engine.trainer import configure_logging, train
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,23 +33,23 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Expected failures propagate as ``ArgentError``/``OSError``: ``argent``'s one error boundary
+    (argent/cli.py) prints them without a traceback and exits 2."""
     args = parser().parse_args(argv)
-    from argent.engine.trainer import ResumeMismatch, TrainingDiverged, configure_logging, train
-
     configure_logging()
-    try:
-        extra = None
-        if args.variant_file:
+    extra = None
+    if args.variant_file:
+        try:
             extra = (yaml.safe_load(args.variant_file.read_text()) or {}).get("variant", {})
-        cfg = load_experiment(args.config, args.variant, args.size, args.seed, args.overrides, extra)
-        if args.name:
-            cfg.variant_name = check_name(args.name, "--name")
-        if args.threads > 0:
-            torch.set_num_threads(args.threads)
-        summary = train(cfg, args.out, resume=args.resume)
-    except (ConfigError, ResumeMismatch, TrainingDiverged, FileNotFoundError, ValueError) as err:
-        print(f"argent train: {err}", file=sys.stderr)
-        return 1
+        except (yaml.YAMLError, AttributeError) as err:
+            raise ConfigError(f"{args.variant_file} (--variant-file): not a YAML mapping with a 'variant' "
+                              f"section ({err})") from None
+    cfg = load_experiment(args.config, args.variant, args.size, args.seed, args.overrides, extra)
+    if args.name:
+        cfg.variant_name = check_name(args.name, "--name")
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    summary = train(cfg, args.out, resume=args.resume)
     if summary:
         print(json.dumps(summary, indent=2))
     return 0

@@ -9,7 +9,6 @@ that carries the same run id tag).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from argent.io import flatten
+from argent.runs import default_tracking_uri, read_metrics, read_run_config  # noqa: F401  (read_metrics: re-exported)
 
 log = logging.getLogger("argent.tracking")
 
@@ -24,11 +24,6 @@ log = logging.getLogger("argent.tracking")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-
-
-def default_uri(results_dir: Path) -> str:
-    """SQLite store under the results folder (four slashes: absolute path)."""
-    return f"sqlite:///{(results_dir / 'mlflow.db').resolve()}"
 
 
 def git_commit() -> str:
@@ -118,21 +113,11 @@ def run_tags(cfg_dict: dict[str, Any], run_dir: Path, config_hash: str) -> dict[
     }
 
 
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def resend(run_dir: Path, uri: str | None = None) -> bool:
     """Mirror a run folder into MLflow. Returns whether tracking succeeded."""
-    import yaml
-
-    from argent.config import experiment_from_resolved
-
-    cfg_dict = yaml.safe_load((run_dir / "config.yaml").read_text())
-    cfg = experiment_from_resolved(cfg_dict)
-    uri = uri or cfg.tracking.uri or default_uri(run_dir.parents[2] if len(run_dir.parents) > 2 else run_dir)
+    cfg = read_run_config(run_dir)  # a torn or missing config.yaml is an error naming the file
+    cfg_dict = cfg.to_dict()
+    uri = uri or cfg.tracking.uri or default_tracking_uri(run_dir)
     tracker = Tracker(uri, cfg.tracking.experiment, run_dir.parent.name + "-" + run_dir.name,
                       run_tags(cfg_dict, run_dir, cfg.result_hash()))
     tracker.log_params(cfg_dict)

@@ -12,64 +12,45 @@ import dataclasses
 import json
 import logging
 import math
+import os
+import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
 import yaml
 
-from argent.config import DataConfig, ExperimentConfig
+from argent.config import ConfigError, DataConfig, ExperimentConfig
 from argent.engine import distributed as dist_utils
-from argent.engine.checkpoint import (
-    CHECKPOINT,
-    atomic_torch_save,
-    load_checkpoint,
-    rng_state,
-    set_rng_state,
-)
+from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
-from argent.engine.tracking import Tracker, default_uri, read_metrics, run_tags
-from argent.io import atomic_output, atomic_write_text
+from argent.engine.tracking import Tracker, run_tags
+from argent.io import ArgentError, atomic_output, atomic_write_text
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
+from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
+    ResumeMismatch,
+    RunFolder,
+    clean_stale,
+    default_tracking_uri,
+    promote,
+    read_checkpoint,
+    read_metrics,
+    require_device,
+    resume_state,
+)
 
 log = logging.getLogger("argent.train")
 
 PERF_PREFIX = "perf/"  # wall-clock numbers: logged, but not part of the reproducible record
 
 
-class TrainingDiverged(RuntimeError):
+class TrainingDiverged(ArgentError, RuntimeError):
     """A loss term became NaN/inf; the message names the step, the term and the last good checkpoint."""
-
-
-class ResumeMismatch(RuntimeError):
-    """``--resume`` was asked for a checkpoint made under a config that changes the result."""
-
-
-@dataclass
-class RunFiles:
-    root: Path
-
-    @property
-    def config(self) -> Path:
-        return self.root / "config.yaml"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics.jsonl"
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.root / CHECKPOINT
-
-    @property
-    def summary(self) -> Path:
-        return self.root / "summary.json"
 
 
 # ---- batches -------------------------------------------------------------------------------
@@ -150,7 +131,27 @@ def train(
     ``batch_hook(step, batch)`` may alter a batch (fault injection in tests); ``on_checkpoint(step,
     model)`` runs on rank 0 after every checkpoint (e.g. a validation score for an Optuna pruner; an
     exception it raises stops training with the checkpoint already saved)."""
-    files = RunFiles(Path(out_dir))
+    try:
+        return _train(cfg, out_dir, resume, batches, batch_hook, on_checkpoint)
+    except BaseException:
+        # A fresh run that failed before its first checkpoint leaves nothing behind (its staging
+        # folder holds only its own config and metrics); the folder's earlier files are untouched.
+        staging = RunFolder(Path(out_dir)).staging.root
+        if int(os.environ.get("RANK", "0")) == 0 and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _train(
+    cfg: ExperimentConfig,
+    out_dir: str | Path,
+    resume: str,
+    batches: Callable[[int], Iterator[dict[str, Any]]] | None,
+    batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None,
+    on_checkpoint: Callable[[int, DualEncoder], None] | None,
+) -> dict[str, Any]:
+    run = RunFolder(Path(out_dir))
+    require_device(cfg.train.device)
     ctx = dist_utils.setup(cfg.train.device)
     device, is_main = ctx.device, ctx.rank == 0
     if cfg.train.deterministic:
@@ -165,54 +166,54 @@ def train(
     objective = Objective(cfg.variant)
     step, skipped = 0, 0
 
-    state = load_checkpoint(files.checkpoint, device) if resume != "no" and files.checkpoint.exists() else None
-    if state is not None and resume == "auto" and state["config_hash"] != config_hash:
-        log.info("%s: checkpoint config differs from the current config; training from scratch", files.checkpoint)
-        state = None
+    if is_main:
+        run.root.mkdir(parents=True, exist_ok=True)
+        clean_stale(run)
+    state = resume_state(run, resume, config_hash, device, is_main)
     if state is not None:
-        if state["config_hash"] != config_hash:
-            raise ResumeMismatch(
-                f"{files.checkpoint}: made with config hash {state['config_hash']}, the config now hashes to "
-                f"{config_hash}; a setting that changes the result differs. Diff {files.config} against your "
-                f"config, or train into a new folder."
-            )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         step, skipped = int(state["step"]), int(state.get("skipped", 0))
         set_rng_state(state["rng"])
+        files = run
         if is_main:
             _truncate_metrics(files.metrics, step)
             log.info("resumed %s at step %d", files.root, step)
-    elif is_main:
-        files.root.mkdir(parents=True, exist_ok=True)
-        files.metrics.unlink(missing_ok=True)
-        files.summary.unlink(missing_ok=True)
+    else:
+        # A fresh run is staged until its first checkpoint: a failure before that leaves the folder's
+        # earlier files (a finished run, say) untouched.
+        files = run.staging
+        if is_main:
+            files.root.mkdir(parents=True, exist_ok=True)
     if is_main:
         atomic_write_text(files.config, yaml.safe_dump(cfg_dict, sort_keys=False))
 
     encoder = ctx.wrap(BatchEncoder(model, cfg.variant.use_boxes))
     per_rank = cfg.train.batch_size // ctx.world_size
     if per_rank * ctx.world_size != cfg.train.batch_size:
-        raise ValueError(f"train.batch_size {cfg.train.batch_size} is not divisible by the world size {ctx.world_size}")
+        raise ConfigError(f"train.batch_size {cfg.train.batch_size} is not divisible by the world size {ctx.world_size}")
     stream = batches(step) if batches else _loader(cfg, per_rank, ctx, start_batch=step)
 
-    tracker = Tracker(cfg.tracking.uri or default_uri(files.root.parents[2] if len(files.root.parents) > 2 else files.root),
+    tracker = Tracker(cfg.tracking.uri or default_tracking_uri(run.root),
                       cfg.tracking.experiment, f"{cfg.variant_name}-{cfg.size}-seed{cfg.seed}",
-                      run_tags(cfg_dict, files.root, config_hash),
+                      run_tags(cfg_dict, run.root, config_hash),
                       enabled=cfg.tracking.enabled and is_main)
     if is_main:
         tracker.log_params(cfg_dict)
     synced = len(read_metrics(files.metrics)) if is_main else 0
 
     def save(at_step: int) -> None:
-        nonlocal synced
+        nonlocal synced, files
         if not is_main:
             return
         atomic_torch_save({
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "step": at_step, "skipped": skipped, "rng": rng_state(), "config_hash": config_hash,
         }, files.checkpoint)
+        if files != run:
+            promote(files, run)
+            files = run
         rows = read_metrics(files.metrics)
         tracker.log_metrics(rows[synced:])
         synced = len(rows)
@@ -240,7 +241,7 @@ def train(
                     step += 1
                     scheduler.step()
                     continue
-                last = f"{files.checkpoint} (step {_checkpoint_step(files.checkpoint)})" if files.checkpoint.exists() \
+                last = f"{run.checkpoint} (step {_checkpoint_step(run.checkpoint)})" if files == run \
                     else "none (no checkpoint was written yet)"
                 raise TrainingDiverged(
                     f"step {step}: loss term {bad!r} is {out.terms.get(bad, out.total).detach().float().cpu().tolist()}; "
@@ -305,14 +306,14 @@ def train(
 
 
 def _checkpoint_step(path: Path) -> int:
-    return int(load_checkpoint(path)["step"])
+    return int(read_checkpoint(path)["step"])
 
 
 def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, start_batch: int) -> Iterator[dict]:
     from argent.data.loaders import train_loader
 
     if not cfg.data.train_shards:
-        raise ValueError("data.train_shards: no training shards configured (a glob of .tar files)")
+        raise ConfigError("data.train_shards: no training shards configured (a glob of .tar files)")
     return iter(train_loader(
         negatives_config(cfg), batch_size=per_rank, image_size=cfg.model.image_size, context_length=cfg.model.context_length,
         use_boxes=cfg.variant.use_boxes, seed=cfg.seed, rank=ctx.rank, world_size=ctx.world_size,
@@ -332,7 +333,7 @@ def negatives_config(cfg: ExperimentConfig) -> DataConfig:
         return dataclasses.replace(cfg.data, negatives="")
     path = Path(cfg.data.negatives)
     if not cfg.data.negatives:
-        raise ValueError(f"variant {cfg.variant_name!r} uses hard_negatives: {mode}, but data.negatives is empty; "
+        raise ConfigError(f"variant {cfg.variant_name!r} uses hard_negatives: {mode}, but data.negatives is empty; "
                          f"mine them first (argent mine) and point data.negatives at the output folder")
     if path.is_dir():
         path = path / f"train-{mode}.parquet"
@@ -341,7 +342,7 @@ def negatives_config(cfg: ExperimentConfig) -> DataConfig:
     return dataclasses.replace(cfg.data, negatives=str(path))
 
 
-def _summary(cfg: ExperimentConfig, files: RunFiles, step: int, skipped: int, config_hash: str) -> dict[str, Any]:
+def _summary(cfg: ExperimentConfig, files: RunFolder, step: int, skipped: int, config_hash: str) -> dict[str, Any]:
     rows = read_metrics(files.metrics)
     last = rows[-1] if rows else {}
     speeds = [r[PERF_PREFIX + "samples_per_s"] for r in rows if PERF_PREFIX + "samples_per_s" in r]
@@ -352,7 +353,7 @@ def _summary(cfg: ExperimentConfig, files: RunFiles, step: int, skipped: int, co
     }
 
 
-def _plot_curves(files: RunFiles) -> None:
+def _plot_curves(files: RunFolder) -> None:
     """Loss terms and scalars against step, one panel each."""
     import matplotlib
 

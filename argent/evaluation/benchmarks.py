@@ -46,6 +46,7 @@ class CommonOptions:
     chunk_size: int = 1024  # queries per score block (memory ∝ chunk_size × key_chunk)
     key_chunk: int = 8192  # keys per score block
     num_workers: int = 0  # image decoding workers
+    optional: bool = False  # missing data: skipped with one line (true) or an error at DAG build (false)
 
     def __post_init__(self) -> None:
         for key in ("batch_size", "chunk_size", "key_chunk"):
@@ -206,6 +207,6 @@ def load_benchmark(config_path: str | Path, name: str, base_dir: str | Path | No
 def entry_hash(entry: CommonOptions) -> str:
     """Hash of what changes an entry's result (not batch/chunk sizes or workers), paths as written."""
     d = dict(getattr(entry, "as_written", None) or dataclasses.asdict(entry))
-    for key in ("batch_size", "chunk_size", "key_chunk", "num_workers", "block_entries"):
+    for key in ("batch_size", "chunk_size", "key_chunk", "num_workers", "block_entries", "optional"):
         d.pop(key, None)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from argent.cli import explain
 from argent.config import ConfigError
 from argent.io import atomic_write_json
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         entries = {name: load_benchmark(args.config, name, args.base_dir) for name in args.benchmark}
-        from argent.engine.checkpoint import load_model
+        from argent.runs import load_model
 
         model, cfg = load_model(args.run, device=args.device)
     except (ConfigError, FileNotFoundError) as err:
@@ -77,8 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         out_path = args.out or args.out_dir / f"{name}.json"
         try:
             result = evaluate(model, name, entry, out_path=out_path)
-        except (ConfigError, BadDataError, TaxonomyError, FileNotFoundError) as err:
-            print(f"argent evaluate: {name}: {err}", file=sys.stderr)
+        except Exception as err:  # noqa: BLE001 - one benchmark's failure must not stop the others
+            expected = isinstance(err, (ConfigError, BadDataError, TaxonomyError, FileNotFoundError)) or explain(err)
+            if not expected:
+                logging.exception("%s: unexpected failure", name)
+            print(f"argent evaluate: {name}: {explain(err) or err}", file=sys.stderr)
             failed.append(name)
             continue
         head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run),

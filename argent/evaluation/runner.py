@@ -520,8 +520,9 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
         "elapsed_s": round(time.perf_counter() - start, 3),
     }
     out.update(_clean(result))
+    out["partial"] = policy.total > 0  # computed from fewer items than the input holds (skip mode)
     if policy.total:
-        log.warning("%s: %s", name, policy.report())
+        log.warning("%s: PARTIAL result, %d bad item(s) skipped: %s", name, policy.total, policy.report())
     return out
 
 

@@ -21,7 +21,7 @@ from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
 from argent.data.images import eval_transform
 from argent.data.policy import BadDataPolicy
 from argent.data.taxonomy import Taxonomy
-from argent.engine.checkpoint import load_model  # moves to the run-folder module (argent/runs.py)
+from argent.runs import load_model
 from argent.evaluation.runner import encode_images, encode_texts
 from argent.io import atomic_write_json
 from argent.probe.conditions import ProbeEmbeddings, run_probe

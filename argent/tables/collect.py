@@ -18,6 +18,7 @@ import polars as pl
 import yaml
 
 from argent.io import flatten
+from argent.runs import split_run
 
 TUNED_VARIANT = "argent-tuned"  # the workflow's name for the tuned study's best trial, retrained
 
@@ -25,12 +26,6 @@ LONG_SCHEMA = {"variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark
                "value": pl.Float64}
 DIAG_SCHEMA = {"variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "step": pl.Int64, "key": pl.Utf8,
                "value": pl.Float64}
-
-
-def split_run(name: str) -> tuple[str, str]:
-    """``<variant>-<size>`` -> (variant, size); sizes contain no '-'."""
-    variant, _, size = name.rpartition("-")
-    return variant, size
 
 
 def _seed_of(folder: Path) -> int:

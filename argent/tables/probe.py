@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from argent.tables.collect import split_run
+from argent.runs import split_run
 
 PROBE_CONDITIONS = ("leaf_only/none", "leaf_only/across", "leaf_only/within")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, TrackingConfig, deep_merge, experiment_from_dict, parse_override
-from argent.engine.checkpoint import load_model
+from argent.runs import load_model
 from argent.engine.trainer import train
 from argent.evaluation.benchmarks import PROTOCOLS, entry_hash, parse_benchmark
 from argent.evaluation.runner import evaluate

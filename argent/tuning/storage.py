@@ -15,7 +15,7 @@ import optuna
 import sqlalchemy
 
 from argent.config import TrackingConfig
-from argent.engine.tracking import default_uri
+from argent.runs import results_tracking_uri as default_uri
 from argent.tuning.config import PrunerConfig, SamplerConfig, TuneConfig
 
 __all__ = [

@@ -2,6 +2,8 @@
 
 
 rule synth_hiershapes:
+    input:
+        preflight=ancient(PREFLIGHT),
     output:
         manifest=HIERSHAPES_MANIFEST,
     params:
@@ -14,7 +16,7 @@ rule synth_hiershapes:
     resources:
         mem_mb=4000,
     shell:
-        "argent synth --out {params.out:q} --params {params.params_file:q} --jobs {threads}"
+        "argent synth --out {params.out:q} --params {params.params_file:q} --jobs {threads:q}"
         " --overwrite > {log:q} 2>&1"
 
 

@@ -20,4 +20,4 @@ rule evaluate:
         mem_mb=4000,
     shell:
         "argent evaluate --run {params.run_dir:q} --benchmark {params.names:q} --config {params.config:q}"
-        " --out-dir {params.out_dir:q} --threads {threads} > {log:q} 2>&1"
+        " --out-dir {params.out_dir:q} --threads {threads:q} > {log:q} 2>&1"

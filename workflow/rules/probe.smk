@@ -18,7 +18,7 @@ rule probe:
         mem_mb=3000,
     shell:
         "argent probe --config {params.config:q} --run {params.run_dir:q}"
-        " --out {output:q} --threads {threads} --quiet > {log:q} 2>&1"
+        " --out {output:q} --threads {threads:q} --quiet > {log:q} 2>&1"
 
 
 rule probe_figure:

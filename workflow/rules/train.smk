@@ -12,6 +12,7 @@ wildcard_constraints:
 
 rule train:
     input:
+        preflight=ancient(PREFLIGHT),
         data=training_data_inputs,
         best=lambda w: [R("tune", config["tune"]["study"], "best.yaml")] if w.variant == TUNED_VARIANT else [],
     output:
@@ -31,6 +32,6 @@ rule train:
         mem_mb=config["runs"].get("mem_mb", 4000),
         runtime=config["runs"].get("runtime_min", 60),
     shell:
-        "{params.launcher} train --config {params.config:q} --variant {params.base:q} --size {wildcards.size:q}"
-        " --seed {wildcards.seed} --out {params.run_dir:q} --resume auto --threads {threads}"
+        "{params.launcher:q} train --config {params.config:q} --variant {params.base:q} --size {wildcards.size:q}"
+        " --seed {wildcards.seed:q} --out {params.run_dir:q} --resume auto --threads {threads:q}"
         " --name {wildcards.variant:q} {params.variant_file:q} > {log:q} 2>&1"

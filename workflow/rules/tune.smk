@@ -40,7 +40,7 @@ rule tune_worker:
         mem_mb=3000,
     shell:
         "argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
-        " --no-export --threads {threads} > {log:q} 2>&1"
+        " --no-export --threads {threads:q} > {log:q} 2>&1"
 
 
 rule tune_export:

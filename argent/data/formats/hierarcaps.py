@@ -87,23 +87,42 @@ def _read_text(path: Path) -> str:
         raise BadDataError(f"{path}: not UTF-8 text ({err}); re-save the file as UTF-8") from None
 
 
-def iter_raw_records(text: str) -> Iterator[tuple[list[str], str]]:
+def iter_raw_records(text: str) -> Iterator[tuple[list[str] | None, str]]:
     """CSV records with their verbatim text: ``(fields, raw)``; a quoted field may span lines.
 
     ``csv.reader`` pulls one physical line at a time and stops as soon as a record is complete,
     so the lines it pulled since the previous record are exactly that record's text.
+
+    An unbalanced quote would swallow the rest of the file into one record (csv reads to the end
+    looking for the closing quote). A multi-line record with an odd number of quote characters is
+    such a record: it is yielded as ``(None, its first line)`` and reading restarts on the next
+    line, so the rows after it are still read and only the broken row is counted.
     """
-    consumed: list[str] = []
+    lines = io.StringIO(text, newline="").readlines()
+    start = 0
+    while start < len(lines):
+        consumed: list[str] = []
 
-    def lines() -> Iterator[str]:
-        for line in io.StringIO(text, newline=""):
-            consumed.append(line)
-            yield line
+        def feed(first: int = start) -> Iterator[str]:
+            for line in lines[first:]:
+                consumed.append(line)
+                yield line
 
-    for fields in csv.reader(lines()):
-        raw = "".join(consumed)
-        consumed.clear()
-        yield fields, raw
+        for fields in csv.reader(feed()):
+            raw, n = "".join(consumed), len(consumed)
+            consumed.clear()
+            if n > 1 and raw.count('"') % 2 == 1:
+                yield None, lines[start]
+                start += 1
+                break
+            yield fields, raw
+            start += n
+        else:
+            return
+
+
+def unbalanced_quote(where: str) -> str:
+    return f"{where}: a quote opens in this row and never closes (it would swallow the rest of the file)"
 
 
 def split_levels(chain: str) -> tuple[str, ...]:
@@ -166,6 +185,8 @@ def read_hierarcaps_records(
     header = next(records, None)
     if header is None:
         raise BadDataError(f"{csv_path}: empty file; expected columns {list(TEST_COLUMNS)}")
+    if header[0] is None:
+        raise BadDataError(unbalanced_quote(f"{csv_path}: header"))
     col = _check_header(header[0], TEST_COLUMNS, csv_path)
     present = set(p.name for p in image_dir.iterdir()) if image_dir is not None else set()
 
@@ -173,6 +194,10 @@ def read_hierarcaps_records(
     rejected: list[RejectedRow] = []
     seen_ids: dict[str, int] = {}
     for row, (fields, raw) in enumerate(records, start=1):
+        if fields is None:
+            policy.bad("unbalanced_quote", unbalanced_quote(f"{csv_path}: row {row}"))
+            rejected.append(RejectedRow(row, "", "unbalanced_quote", "a quote never closes"))
+            continue
         if not fields or all(not f.strip() for f in fields):
             continue  # a blank line is not a row
         sample_id = fields[col["id"]].strip() if len(fields) > col["id"] else ""
@@ -247,12 +272,17 @@ def read_hierarcaps_expanded(
     header = next(records, None)
     if header is None:
         raise BadDataError(f"{path}: empty file; expected columns {list(EXPANDED_COLUMNS)}")
+    if header[0] is None:
+        raise BadDataError(unbalanced_quote(f"{path}: header"))
     col = _check_header(header[0], EXPANDED_COLUMNS, path)
     out: list[HierarCapsExpandedSample] = []
     for row, (fields, _) in enumerate(records, start=1):
+        where = f"{path}: row {row}"
+        if fields is None:
+            policy.bad("unbalanced_quote", unbalanced_quote(where))
+            continue
         if not fields or all(not f.strip() for f in fields):
             continue
-        where = f"{path}: row {row}"
         if len(fields) != len(header[0]):
             policy.bad("wrong_column_count", f"{where}: {len(fields)} fields, header has {len(header[0])}")
             continue

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argent.data.hiershapes.wordnet_subtree import HEADER, KINDS, NO_PARENT, SHIPPED_TAXONOMY
+from argent.io import ArgentError
 
 
-class VocabularyError(ValueError):
+class VocabularyError(ArgentError, ValueError):
     """The taxonomy file or a configured vocabulary is wrong; the message says where."""
 
 

@@ -1,0 +1,171 @@
+"""`argent check --config FILE`: fail fast, before the expensive part.
+
+Validates the whole workflow config (every run's resolved config), every data path of what the
+config enables (training shards, evaluated benchmarks), reads a few records of each data set
+through its real reader, checks the device and the free disk. The workflow runs it as its first job.
+
+A benchmark is required unless its entry says ``optional: true``: a missing required one is an
+error naming the key and the path; a missing optional one is one printed line. Paths under the
+results folder or the embedded benchmark's folder are made by the workflow itself and not checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from argent.config import ConfigError, check_sections, experiment_from_dict, load_yaml
+from argent.data.formats.grounded import iter_records
+from argent.data.formats.hierarcaps import read_hierarcaps_records
+from argent.data.policy import BadDataPolicy
+from argent.io import ArgentError, atomic_write_json
+from argent.runs import require_device
+
+BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
+SAMPLE_RECORDS = 4
+
+
+class PreflightError(ArgentError):
+    """Something the config enables cannot run; the message lists every problem found."""
+
+
+@dataclass
+class Finding:
+    key: str  # config key path
+    path: str
+    status: str  # ok | produced | missing-optional | missing | unreadable
+    detail: str = ""
+
+
+def produced_prefixes(cfg: dict[str, Any]) -> tuple[str, ...]:
+    """Folders the workflow writes itself: their files do not exist before the DAG runs."""
+    return tuple(str(Path(p)) for p in (cfg.get("results", "results"), (cfg.get("hiershapes") or {}).get("out", "")) if p)
+
+
+def _produced(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in prefixes)
+
+
+def benchmark_findings(name: str, entry: dict[str, Any], prefixes: tuple[str, ...], base_dir: Path) -> list[Finding]:
+    """One finding per data path of ``benchmarks.<name>``."""
+    out = []
+    optional = bool(entry.get("optional", False))
+    for key in BENCHMARK_PATH_KEYS:
+        value = entry.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        where = f"benchmarks.{name}.{key}"
+        if _produced(value, prefixes):
+            out.append(Finding(where, value, "produced"))
+        elif not (base_dir / value).exists():
+            out.append(Finding(where, value, "missing-optional" if optional else "missing"))
+        else:
+            out.append(Finding(where, value, "ok"))
+    return out
+
+
+def missing_required(findings: list[Finding]) -> str | None:
+    bad = [f for f in findings if f.status in ("missing", "unreadable")]
+    if not bad:
+        return None
+    lines = [f"{f.key}: {f.path}: {'not found' if f.status == 'missing' else f.detail}" for f in bad]
+    if any(f.status == "missing" for f in bad):
+        lines.append("fix the path(s), or mark a benchmark `optional: true` to run without it when absent")
+    return "\n  ".join(lines)
+
+
+def _sample_shards(pattern: str, fmt: str, min_box_area: int) -> str:
+    policy = BadDataPolicy("skip")
+    records = list(itertools.islice(iter_records(pattern, fmt=fmt, min_box_area=min_box_area, policy=policy),
+                                    SAMPLE_RECORDS))
+    if not records:
+        raise ArgentError(f"data.train_shards: {pattern}: no usable record in the first shard ({policy.report()})")
+    return f"{len(records)} records read"
+
+
+def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> list[Finding]:
+    """Every check; raises ``PreflightError`` listing every problem, else returns the findings."""
+    check_sections(cfg)
+    prefixes = produced_prefixes(cfg)
+    findings: list[Finding] = []
+    problems: list[str] = []
+    runs = cfg.get("runs") or {}
+    devices = set()
+    for variant, size in itertools.product(runs.get("variants", []), runs.get("sizes", ["tiny"])):
+        try:
+            exp = experiment_from_dict(cfg, variant, size, 0, base_dir=base_dir)
+            devices.add(exp.train.device)
+        except ConfigError as err:
+            if "not in the catalogue" in str(err) and variant.endswith("-tuned"):
+                continue  # made by the tuning stage
+            problems.append(f"run {variant}-{size}: {err}")
+    for device in sorted(devices):
+        try:
+            require_device(device)
+        except ArgentError as err:
+            problems.append(f"train.device: {err}")
+
+    data = cfg.get("data") or {}
+    shards = data.get("train_shards", "")
+    if shards and not _produced(shards, prefixes):
+        try:
+            findings.append(Finding("data.train_shards", shards, "ok",
+                                    _sample_shards(shards, data.get("format", "grounded"), data.get("min_box_area", 1024))))
+        except ArgentError as err:
+            findings.append(Finding("data.train_shards", shards, "unreadable", str(err)))
+    elif shards:
+        findings.append(Finding("data.train_shards", shards, "produced"))
+
+    benchmarks = cfg.get("benchmarks") or {}
+    for name in (cfg.get("evaluate") or {}).get("benchmarks", []):
+        if name not in benchmarks:
+            problems.append(f"evaluate.benchmarks: {name!r} is not defined under benchmarks:")
+            continue
+        entry = benchmarks[name]
+        found = benchmark_findings(name, entry, prefixes, base_dir)
+        findings += found
+        csv_path = entry.get("hierarcaps_csv")
+        if csv_path and all(f.status == "ok" for f in found):
+            try:
+                records, _ = read_hierarcaps_records(base_dir / csv_path, None, BadDataPolicy("skip"))
+                found[0].detail = f"{len(records)} HierarCaps rows read"
+            except ArgentError as err:
+                findings.append(Finding(f"benchmarks.{name}.hierarcaps_csv", csv_path, "unreadable", str(err)))
+
+    results = base_dir / cfg.get("results", "results")
+    probe = results if results.exists() else base_dir
+    free_gb = shutil.disk_usage(probe).free / 2**30
+    if free_gb < min_free_gb:
+        problems.append(f"results: {results}: only {free_gb:.1f} GiB free (at least {min_free_gb:g} GiB wanted); "
+                        f"free space or point results elsewhere")
+    message = missing_required(findings)
+    if message:
+        problems.append(message)
+    if problems:
+        raise PreflightError("preflight found problems:\n  " + "\n  ".join(problems))
+    return findings
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="argent check", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", type=Path, required=True, help="workflow config (e.g. config/config.yaml)")
+    p.add_argument("--base-dir", type=Path, default=Path.cwd(), help="relative paths are taken from here (default: cwd)")
+    p.add_argument("--min-free-gb", type=float, default=1.0, help="least free disk space under results/ (GiB)")
+    p.add_argument("--out", type=Path, default=None, help="write the findings as JSON here (the workflow's marker)")
+    args = p.parse_args(argv)
+    findings = preflight(load_yaml(args.config), args.base_dir, args.min_free_gb)
+    for f in findings:
+        if f.status == "missing-optional":
+            print(f"skipped (optional, data absent): {f.key}: {f.path}", file=sys.stderr)
+    ok = sum(f.status == "ok" for f in findings)
+    print(f"argent check: {args.config}: ok ({ok} paths present, "
+          f"{sum(f.status == 'produced' for f in findings)} made by the workflow, "
+          f"{sum(f.status == 'missing-optional' for f in findings)} optional absent)")
+    if args.out:
+        atomic_write_json(args.out, [f.__dict__ for f in findings])
+    return 0

@@ -1,0 +1,270 @@
+"""The run folder: the one place that knows its layout and how to read it.
+
+A workflow's results folder holds ``runs/<variant>-<size>/seed<k>/``, one run per folder:
+
+- ``config.yaml``: the fully resolved ``ExperimentConfig``;
+- ``metrics.jsonl``: every logged number, one JSON record per line (a torn last line, left by a
+  killed writer, is dropped with a warning);
+- ``checkpoint.pt``: model, optimiser, scheduler, step, RNG states and the config hash (atomic);
+- ``summary.json``: written last; its presence means the run finished.
+
+A fresh run is staged in ``.staging/`` inside the folder until its first checkpoint exists, so a
+re-run that fails early never leaves a finished run's files beside a new config (see
+docs/reliability.md). Every loader checks the checkpoint's config hash against ``config.yaml``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import shutil
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from argent.config import ConfigError, ExperimentConfig, experiment_from_resolved
+from argent.io import ArgentError
+from argent.models import DualEncoder, build_model
+
+log = logging.getLogger("argent.runs")
+
+RUNS_DIR = "runs"  # <results>/runs/<variant>-<size>/seed<k>
+CONFIG = "config.yaml"
+METRICS = "metrics.jsonl"
+CHECKPOINT = "checkpoint.pt"
+SUMMARY = "summary.json"
+CURVES = "curves.png"
+STAGING = ".staging"
+
+
+class CheckpointError(ArgentError):
+    """A checkpoint is unreadable (torn, zero bytes) or was made under another config."""
+
+
+class ResumeMismatch(CheckpointError):
+    """``--resume strict`` was asked for a checkpoint made under a config that changes the result."""
+
+
+class RunNotFound(CheckpointError, FileNotFoundError):
+    """The folder holds no run (no config.yaml) or no checkpoint yet."""
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / METRICS
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / CHECKPOINT
+
+    @property
+    def summary(self) -> Path:
+        return self.root / SUMMARY
+
+    @property
+    def curves(self) -> Path:
+        return self.root / CURVES
+
+    @property
+    def staging(self) -> RunFolder:
+        return RunFolder(self.root / STAGING)
+
+    def stale_temp_files(self) -> list[Path]:
+        """Temp files ``argent.io.atomic_output`` leaves when its writer is killed mid-write."""
+        names = (CONFIG, METRICS, CHECKPOINT, SUMMARY, CURVES)
+        return sorted(p for name in names for p in self.root.glob(f".{Path(name).stem}.*{Path(name).suffix}")
+                      if p.is_file())
+
+    def results_root(self) -> Path:
+        """The results folder above ``runs/``; a folder outside that layout is its own root."""
+        runs = self.root.resolve().parent.parent  # <results>/runs/<variant>-<size>/seed<k>
+        return runs.parent if runs.name == RUNS_DIR else self.root.resolve()
+
+
+def run_name(variant: str, size: str) -> str:
+    return f"{variant}-{size}"
+
+
+def split_run(name: str) -> tuple[str, str]:
+    """``<variant>-<size>`` -> (variant, size); sizes contain no '-' (``config.SIZE_RE``)."""
+    variant, _, size = name.rpartition("-")
+    return variant, size
+
+
+def run_dir(results: str | Path, variant: str, size: str, seed: int | str) -> Path:
+    return Path(results) / RUNS_DIR / run_name(variant, size) / f"seed{seed}"
+
+
+def results_tracking_uri(results: str | Path) -> str:
+    """The default MLflow store: SQLite in the results folder (four slashes: an absolute path)."""
+    return f"sqlite:///{(Path(results) / 'mlflow.db').resolve()}"
+
+
+def default_tracking_uri(run_dir: str | Path) -> str:
+    """The default MLflow store of a run folder: the one of its results folder."""
+    return results_tracking_uri(RunFolder(Path(run_dir)).results_root())
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+
+def read_run_config(run_dir: str | Path) -> ExperimentConfig:
+    path = RunFolder(Path(run_dir)).config
+    if not path.is_file():
+        raise RunNotFound(f"{path}: not a run folder (no {CONFIG}); train it with argent train")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise CheckpointError(f"{path}: not valid YAML ({err}); retrain the run (argent train)") from None
+    try:
+        return experiment_from_resolved(data if isinstance(data, dict) else {})
+    except ConfigError as err:
+        raise CheckpointError(f"{path}: not a resolved run config ({err}); retrain the run") from None
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """metrics.jsonl records. A torn last line (a writer killed mid-line) is dropped with a warning;
+    a bad line anywhere else is an error naming the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    lines = path.read_text(errors="replace").splitlines()
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            if number == len(lines):
+                log.warning("%s: line %d is torn (%s); dropped", path, number, err)
+                break
+            raise ArgentError(f"{path}: line {number} is not JSON ({err}); the file is damaged: delete the line "
+                              f"or retrain the run") from None
+    return rows
+
+
+def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """A checkpoint's state dict (``weights_only``); a missing, empty or torn file is a ``CheckpointError``."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunNotFound(f"{path}: no checkpoint here; train the run first (argent train)")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"{path}: checkpoint is empty (0 bytes; a write was cut off); "
+                              f"retrain, or resume with --resume auto to move it aside and start fresh")
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, KeyError) as err:
+        raise CheckpointError(f"{path}: checkpoint is unreadable ({type(err).__name__}: {str(err)[:200]}); "
+                              f"retrain, or resume with --resume auto to move it aside and start fresh") from None
+    if not isinstance(state, dict) or "model" not in state:
+        raise CheckpointError(f"{path}: not an argent checkpoint (no 'model' entry)")
+    return state
+
+
+def check_hash(path: Path, state: dict[str, Any], expected: str, config_path: Path) -> None:
+    found = state.get("config_hash")
+    if found != expected:
+        raise CheckpointError(
+            f"{path}: made with config hash {found}, but {config_path} hashes to {expected}; the weights belong "
+            f"to another config. Retrain the run (argent train --out {path.parent}), or restore the matching "
+            f"{config_path.name}.")
+
+
+def require_device(device: str | torch.device) -> None:
+    """Fail before any work when the asked device is not there."""
+    kind = torch.device(device).type
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ArgentError(f"device {str(device)!r}: no CUDA device is visible; use --device cpu / train.device: cpu")
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise ArgentError(f"device {str(device)!r}: MPS is not available; use cpu")
+
+
+def load_model(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[DualEncoder, ExperimentConfig]:
+    """The trained model of a run folder, in eval mode, and its resolved config. The checkpoint must
+    have been made under that config (same result hash)."""
+    folder = RunFolder(Path(run_dir))
+    require_device(device)
+    cfg = read_run_config(folder.root)
+    state = read_checkpoint(folder.checkpoint, device)
+    check_hash(folder.checkpoint, state, cfg.result_hash(), folder.config)
+    model = build_model(cfg.model, cfg.variant.geometry)
+    model.load_state_dict(state["model"])
+    return model.to(device).eval(), cfg
+
+
+# ---- starting, resuming, promoting a staged run ------------------------------------------------
+
+
+def clean_stale(run: RunFolder) -> None:
+    """Temp files of a writer killed mid-write and a killed fresh run's staging folder."""
+    for path in run.stale_temp_files():
+        log.warning("%s: removing a temp file left by a killed write", path)
+        path.unlink(missing_ok=True)
+    if run.staging.root.exists():
+        log.warning("%s: removing the staging folder of an earlier run that stopped before its first "
+                    "checkpoint", run.staging.root)
+        shutil.rmtree(run.staging.root)
+
+
+def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.device,
+                 is_main: bool = True) -> dict[str, Any] | None:
+    """The checkpoint to continue from, or None to start fresh. Readability and the config hash are
+    checked before anything else; ``auto`` moves an unreadable checkpoint aside (kept) and says so."""
+    if resume == "no":
+        return None
+    if not run.checkpoint.exists():
+        if resume == "strict":
+            raise CheckpointError(f"{run.checkpoint}: --resume strict, but there is no checkpoint to continue from; "
+                                  f"drop --resume to start fresh (or use --resume auto)")
+        return None
+    try:
+        state = read_checkpoint(run.checkpoint, device)
+    except CheckpointError as err:
+        if resume == "strict" or not is_main:
+            raise
+        aside = run.checkpoint.with_name(f"{CHECKPOINT}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+        os.replace(run.checkpoint, aside)
+        log.warning("%s. Moved it to %s (kept) and training from scratch.", err, aside)
+        return None
+    if state.get("config_hash") != config_hash:
+        if resume == "auto":
+            log.info("%s: checkpoint config differs from the current config; training from scratch", run.checkpoint)
+            return None
+        raise ResumeMismatch(
+            f"{run.checkpoint}: made with config hash {state.get('config_hash')}, the config now hashes to "
+            f"{config_hash}; a setting that changes the result differs. Diff {run.config} against your "
+            f"config, or train into a new folder."
+        )
+    return state
+
+
+def promote(staging: RunFolder, run: RunFolder) -> None:
+    """Move a staged fresh run into its folder, once its first checkpoint exists. The old run's
+    files go first (summary first: it marks a finished run), the checkpoint comes last, so an
+    interruption leaves a started run without checkpoint, never a mix of two runs."""
+    for old in (run.summary, run.curves, run.checkpoint, run.metrics):
+        old.unlink(missing_ok=True)
+    os.replace(staging.config, run.config)
+    if staging.metrics.exists():
+        os.replace(staging.metrics, run.metrics)
+    os.replace(staging.checkpoint, run.checkpoint)
+    shutil.rmtree(staging.root, ignore_errors=True)

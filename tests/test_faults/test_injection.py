@@ -1,0 +1,72 @@
+"""Shell injection through the workflow config: every free-text value that reaches a shell command or
+a path is refused by the schema (Snakemake validates at parse time), and every placeholder of every
+rule's shell command is quoted (:q)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from .conftest import ROOT
+
+snakemake_utils = pytest.importorskip("snakemake.utils")
+
+PAYLOADS = ["$(touch {marker})", "; touch {marker}", "`touch {marker}`", "| touch {marker}", "& touch {marker} &"]
+FREE_TEXT = [  # every config string that reaches a shell command or becomes a path
+    ("results",), ("variants_file",), ("hiershapes", "out"), ("data", "train_shards"), ("data", "negatives"),
+    ("clean", "scorer"), ("clean", "keep"), ("clean", "datasets", "hierarcaps", "csv"),
+    ("clean", "datasets", "hierarcaps", "images"), ("negatives", "wordnet_zip"), ("probe", "data"),
+    ("tune", "study"), ("tune", "base_variant"), ("runs", "variants", 0), ("runs", "sizes", 0),
+    ("evaluate", "benchmarks", 0),
+]
+
+
+def with_value(cfg, path, value):
+    cfg = copy.deepcopy(cfg)
+    node = cfg
+    for key in path[:-1]:
+        node = node.setdefault(key, {}) if isinstance(key, str) else node[key]
+    node[path[-1]] = value
+    return cfg
+
+
+@pytest.mark.parametrize("path", FREE_TEXT, ids=lambda p: ".".join(map(str, p)))
+def test_schema_refuses_shell_metacharacters(path, tmp_path):
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    base.setdefault("clean", {}).setdefault("datasets", {}).setdefault("hierarcaps", {"csv": "a.csv", "images": "i"})
+    snakemake_utils.validate(copy.deepcopy(base), str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    for payload in PAYLOADS:
+        bad = with_value(base, path, payload.format(marker=tmp_path / "PWNED"))
+        with pytest.raises(Exception):
+            snakemake_utils.validate(bad, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_every_shell_placeholder_is_quoted():
+    unquoted = []
+    for rules in sorted((ROOT / "workflow" / "rules").glob("*.smk")) + [ROOT / "Snakefile"]:
+        text = rules.read_text()
+        for block in re.findall(r"^\s*shell:\s*\n((?:\s+\".*\"\s*\n)+)", text, flags=re.M):
+            for field in re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", block):
+                if not field.endswith(":q"):
+                    unquoted.append(f"{rules.name}: {{{field}}}")
+    assert not unquoted, unquoted
+
+
+def test_snakemake_stops_an_injection_before_any_job(tmp_path):
+    """End to end: the real Snakefile with ``clean.keep: "$(touch X)"`` (the case that used to run)."""
+    marker = tmp_path / "PWNED"
+    override = tmp_path / "evil.yaml"
+    override.write_text(yaml.safe_dump({"clean": {"keep": f"$(touch {marker})"}, "results": str(tmp_path / "r")}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
+                           str(ROOT / "config" / "config.yaml"), str(override)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and "keep" in proc.stdout + proc.stderr
+    assert not marker.exists()
