@@ -75,16 +75,13 @@ def argent_step(size: str, variant_name: str, compiled: bool) -> Step:
     torch.manual_seed(0)
     model = build_model(model_from(size), variant.geometry)
     encoder, objective = BatchEncoder(model, variant.use_boxes), Objective(variant)
+    if compiled:  # as the trainer does with train.compile: the towers, forward and backward
+        encoder = compile_step(encoder, f"{variant_name} {size} towers")
     opt = build_optimizer(model, OptimConfig(lr=1e-4))
 
-    def loss_of(batch):
-        emb, curv, scale = encoder(batch)
-        return objective(emb, curv=curv, logit_scale=scale, geometry=variant.geometry, with_diagnostics=False).total
-
-    loss_fn = compile_step(loss_of) if compiled else loss_of
-
     def step(batch):
-        loss = loss_fn(batch)
+        emb, curv, scale = encoder(batch)
+        loss = objective(emb, curv=curv, logit_scale=scale, geometry=variant.geometry, with_diagnostics=False).total
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -19,6 +19,8 @@ rule clean_hierarcaps:
         keep=config["clean"]["keep"],
         pool_size=config["clean"]["pool_size"],
         degree_k=config["clean"]["degree_k"],
+    benchmark:
+        R("benchmarks", "clean_hierarcaps", "{dataset}.tsv"),
     log:
         R("logs", "clean", "{dataset}.log"),
     threads: 1

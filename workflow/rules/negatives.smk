@@ -12,6 +12,8 @@ rule mine_negatives:
         modes=config["negatives"]["modes"],
         seed=config["negatives"]["seed"],
         nltk=lambda w, input: str(Path(input.wordnet).parent.parent),
+    benchmark:
+        R("benchmarks", "mine_negatives", "mine.tsv"),
     log:
         R("logs", "negatives", "mine.log"),
     threads: 1

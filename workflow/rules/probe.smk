@@ -12,6 +12,8 @@ rule probe:
         data=config["probe"]["data"],
         options=PROBE_PARAMS,
         hash=stable_hash(config["probe"]),
+    benchmark:
+        R("benchmarks", "probe", "{variant}-{size}-seed{seed}.tsv"),
     log:
         R("logs", "probe", "{variant}-{size}-seed{seed}.log"),
     threads: 1
@@ -27,6 +29,8 @@ rule probe_figure:
         probe_targets(),
     output:
         report(R("figures", "probe_exposure.png"), caption="../report/probe.rst", category="Figures"),
+    benchmark:
+        R("benchmarks", "probe_figure", "figure.tsv"),
     log:
         R("logs", "probe", "figure.log"),
     threads: 1

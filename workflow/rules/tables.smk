@@ -24,6 +24,8 @@ rule tables:
         results=lambda w: str(RESULTS),
         skipped=skipped_benchmarks(),
         hash=stable_hash([config.get("tables", {}), config["runs"]]),
+    benchmark:
+        R("benchmarks", "tables", "tables.tsv"),
     log:
         R("logs", "tables.log"),
     threads: 1
