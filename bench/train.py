@@ -28,10 +28,11 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from argent.config import OptimConfig, load_variants, model_from, variant_from
-from argent.engine.optim import build_optimizer
+from argent.engine.optim import build_optimizer, param_groups
 from argent.engine.trainer import BatchEncoder, compile_step
 from argent.losses import Objective
 from argent.models import build_model, tokenize
+from argent.models.encoders import SelfAttention
 
 ROOT = Path(__file__).resolve().parents[1]
 Step = Callable[[dict[str, torch.Tensor]], torch.Tensor]
@@ -90,6 +91,44 @@ def argent_step(size: str, variant_name: str, compiled: bool) -> Step:
     return step
 
 
+def _untrimmed_text_forward(text):
+    """The text tower as it was before the padding trim: every position of the context."""
+
+    def forward(tokens):
+        length = tokens.shape[1]
+        x = text.token_embedding(tokens) + text.position_embedding[:length]
+        x = text.transformer(x, mask=text.causal_mask[:length, :length], is_causal=True)
+        x = text.ln_final(x)
+        return x[torch.arange(x.shape[0]), tokens.argmax(dim=-1)]
+
+    return forward
+
+
+def argent_before_step(size: str, variant_name: str) -> Step:
+    """argent's step as it was before docs/throughput.md's changes, rebuilt in this process for an
+    interleaved before/after: stock ``nn.MultiheadAttention`` forward, full-context text, the
+    for-loop AdamW, diagnostics on every step."""
+    variant = variant_from(load_variants(ROOT / "config" / "variants.yaml"), variant_name)
+    torch.manual_seed(0)
+    model = build_model(model_from(size), variant.geometry)
+    for module in model.modules():
+        if isinstance(module, SelfAttention):
+            module.__class__ = torch.nn.MultiheadAttention  # same parameters, the stock forward
+    model.textual.forward = _untrimmed_text_forward(model.textual)
+    encoder, objective = BatchEncoder(model, variant.use_boxes), Objective(variant)
+    opt = torch.optim.AdamW(param_groups(model, OptimConfig(lr=1e-4)), lr=1e-4)
+
+    def step(batch):
+        emb, curv, scale = encoder(batch)
+        loss = objective(emb, curv=curv, logit_scale=scale, geometry=variant.geometry).total
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def open_clip_step(size: str) -> Step:
     torch.manual_seed(0)
     model = open_clip_model(size)
@@ -127,9 +166,13 @@ def interleaved(steps: dict[str, Step], batch: dict[str, torch.Tensor], rounds: 
     return times
 
 
-def bench_size(size: str, n: int, rounds: int, warmup: int, compile_too: bool, peak: float) -> list[dict]:
+def bench_size(size: str, n: int, rounds: int, warmup: int, compile_too: bool, peak: float,
+               before: bool = True) -> list[dict]:
     batch = batch_for(size, n)
     contenders: dict[str, Step] = {"open_clip CLIP": open_clip_step(size)}
+    if before:
+        contenders["argent CLIP before"] = argent_before_step(size, "clip")
+        contenders["argent ARGENT before"] = argent_before_step(size, "argent")
     modes = [False, True] if compile_too else [False]
     for compiled in modes:
         tag = "compiled" if compiled else "eager"
@@ -141,14 +184,15 @@ def bench_size(size: str, n: int, rounds: int, warmup: int, compile_too: bool, p
     rows = []
     for name, ts in times.items():
         sec = statistics.median(ts)
-        flop = flops.get(name, flops.get(name.replace("compiled", "eager"), 0.0))
+        flop = flops.get(name) or flops[name.replace("compiled", "eager")]
         row = {"size": size, "model": name, "batch": n, "rounds": len(ts), "s_per_step": sec,
                "samples_per_s": n / sec, "gflop_per_step": flop / 1e9, "share_of_peak": flop / sec / peak,
                "speed_vs_open_clip": statistics.median(r / t for r, t in zip(ref, ts))}
         if name.startswith("argent ARGENT"):
             clip = times[name.replace("ARGENT", "CLIP")]
             row["time_vs_argent_clip"] = statistics.median(t / c for t, c in zip(ts, clip))
-            row["flop_vs_argent_clip"] = flop / flops[name.replace("ARGENT", "CLIP").replace("compiled", "eager")]
+            clip_name = name.replace("ARGENT", "CLIP")
+            row["flop_vs_argent_clip"] = flop / (flops.get(clip_name) or flops[clip_name.replace("compiled", "eager")])
         rows.append(row)
     return rows
 
@@ -161,6 +205,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed rounds first (compilation happens here)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile contenders")
+    p.add_argument("--no-before", action="store_true", help="skip the rebuilt pre-optimisation step")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "bench" / "train.json")
     args = p.parse_args()
     if args.threads:
@@ -169,7 +214,7 @@ def main() -> None:
     rows = []
     for size in args.sizes:
         n = args.batch or (64 if size == "tiny" else 8)
-        rows += bench_size(size, n, args.steps, args.warmup, not args.no_compile, peak)
+        rows += bench_size(size, n, args.steps, args.warmup, not args.no_compile, peak, not args.no_before)
     print(f"fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s, threads: {torch.get_num_threads()}; "
           f"medians of {args.steps} interleaved rounds after {args.warmup} warm-up rounds")
     print(f"{'size':<5} {'model':<22} {'batch':>5} {'s/step':>8} {'samples/s':>10} {'GFLOP/step':>11} "
