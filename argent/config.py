@@ -180,6 +180,9 @@ class TrainConfig:
     nan_policy: Literal["stop", "skip"] = "stop"
     max_skipped_steps: int = 10
     shuffle_buffer: int = 4000
+    # torch.compile the towers (inductor; falls back to eager with a logged reason). Same losses
+    # to float tolerance, not bit for bit (docs/throughput.md).
+    compile: bool = False
 
     def __post_init__(self) -> None:
         for key in ("batch_size", "steps", "log_every", "diagnostics_every", "checkpoint_every"):

@@ -110,6 +110,42 @@ def _spawn(spec: dict, malloc_tune: bool) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def bench_reuse(n_images: int, protocols: int, threads: int) -> dict:
+    """Image-embedding reuse: ``protocols`` protocols asking for the same image set (as hs_pep,
+    hs_hierarcaps and hs_analysis do), with and without ``reuse_image_embeddings``; tiny model."""
+    import tempfile
+
+    import torch
+    from PIL import Image
+
+    from argent.config import model_from
+    from argent.data.images import eval_transform
+    from argent.data.policy import BadDataPolicy
+    from argent.evaluation.runner import encode_images, reuse_image_embeddings
+    from argent.models import build_model
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = build_model(model_from("tiny"), "lorentz").eval()
+    tf = eval_transform(model.config.image_size)
+    with tempfile.TemporaryDirectory(prefix="argent-bench-") as tmp:
+        paths = []
+        for i in range(n_images):
+            paths.append(Path(tmp) / f"{i}.png")
+            Image.new("RGB", (64, 64), (i % 256, 80, 160)).save(paths[-1])
+        t = time.perf_counter()
+        for _ in range(protocols):
+            plain, _ = encode_images(model, paths, tf, 64, BadDataPolicy("skip"))
+        without = time.perf_counter() - t
+        t = time.perf_counter()
+        with reuse_image_embeddings() as memo:
+            for _ in range(protocols):
+                reused, _ = encode_images(model, paths, tf, 64, BadDataPolicy("skip"))
+        with_reuse = time.perf_counter() - t
+    return {"images": n_images, "protocols": protocols, "seconds_without": without, "seconds_with": with_reuse,
+            "speedup": without / with_reuse, "reused_requests": memo.hits, "identical": bool(torch.equal(plain, reused))}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--full", action="store_true", help="add the 100k pool (retrieval 2·10¹⁰ pairs: minutes)")
@@ -121,9 +157,16 @@ def main(argv: list[str] | None = None) -> int:
         help="measure with glibc's default (dynamic) mmap threshold: heap retention then inflates peak RSS",
     )
     p.add_argument("--one", help=argparse.SUPPRESS)
+    p.add_argument("--reuse-only", action="store_true", help="only the image-embedding reuse measurement")
     args = p.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(json.loads(args.one))))
+        return 0
+    reuse = bench_reuse(1000, 3, args.threads)
+    print(f"image embeddings, {reuse['images']} images asked for by {reuse['protocols']} protocols: "
+          f"{reuse['seconds_without']:.2f} s without reuse, {reuse['seconds_with']:.2f} s with "
+          f"({reuse['speedup']:.2f}x; identical: {reuse['identical']})")
+    if args.reuse_only:
         return 0
 
     sizes = [1_000, 10_000] + ([100_000] if args.full else [])
@@ -152,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(f".{args.out.name}.tmp")
-    tmp.write_text(json.dumps({"settings": {**common, "full": args.full, "malloc_mmap_threshold": None if args.no_malloc_tune else 1048576}, "rows": rows}, indent=2) + "\n")
+    tmp.write_text(json.dumps({"settings": {**common, "full": args.full, "malloc_mmap_threshold": None if args.no_malloc_tune else 1048576}, "rows": rows, "image_embedding_reuse": reuse}, indent=2) + "\n")
     tmp.replace(args.out)
     print(f"wrote {args.out}")
     return 0

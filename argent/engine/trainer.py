@@ -85,6 +85,34 @@ class BatchEncoder(torch.nn.Module):
         return encode_batch(self.model, batch, self.use_boxes), self.model.curv(), self.model.logit_scale()
 
 
+def compile_step(fn: Callable, label: str = "the training step") -> Callable:
+    """``torch.compile(fn)`` (inductor), falling back to ``fn`` itself, with a logged reason, when
+    compilation is unavailable or fails on the first call. The fallback is decided once: later calls
+    never mix compiled and eager results."""
+    try:
+        compiled = torch.compile(fn)
+    except Exception as err:  # noqa: BLE001 - any failure to set up compilation means: run eagerly
+        log.warning("train.compile: torch.compile unavailable for %s (%s: %s); running eagerly", label,
+                    type(err).__name__, err)
+        return fn
+    chosen: list[Callable] = []
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if chosen:
+            return chosen[0](*args, **kwargs)
+        try:
+            result = compiled(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - inductor/dynamo errors have no common base class
+            log.warning("train.compile: compiling %s failed (%s: %s); running eagerly", label,
+                        type(err).__name__, str(err).splitlines()[0] if str(err) else "")
+            chosen.append(fn)
+            return fn(*args, **kwargs)
+        chosen.append(compiled)
+        return result
+
+    return run
+
+
 def to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
     return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
@@ -99,6 +127,10 @@ def hard_negatives(emb: dict[str, torch.Tensor], batch: dict[str, Any]) -> dict[
 
 
 def _first_bad_term(total: torch.Tensor, terms: dict[str, torch.Tensor]) -> str | None:
+    # One host sync for the common, all-finite case; the per-term search only when something is not.
+    if bool(torch.isfinite(torch.stack([total.detach().float().reshape(())] +
+                                       [v.detach().float().reshape(-1).sum() for v in terms.values()])).all()):
+        return None
     for name, value in terms.items():
         if not torch.isfinite(value).all():
             return name
@@ -190,6 +222,8 @@ def _train(
         atomic_write_text(files.config, yaml.safe_dump(cfg_dict, sort_keys=False))
 
     encoder = ctx.wrap(BatchEncoder(model, cfg.variant.use_boxes))
+    if cfg.train.compile:
+        encoder = compile_step(encoder, "the towers")
     per_rank = cfg.train.batch_size // ctx.world_size
     if per_rank * ctx.world_size != cfg.train.batch_size:
         raise ConfigError(f"train.batch_size {cfg.train.batch_size} is not divisible by the world size {ctx.world_size}")
@@ -220,18 +254,22 @@ def _train(
 
     progress = Progress(cfg.train.steps, step, enabled=is_main)
     model.train()
-    t_last, n_last = time.perf_counter(), 0
+    t_last, n_last, wait_s = time.perf_counter(), 0, 0.0
     metrics_file = files.metrics.open("a") if is_main else None
     try:
         while step < cfg.train.steps:
+            t_wait = time.perf_counter()
             batch = next(stream)
+            wait_s += time.perf_counter() - t_wait
+            logs_now = is_main and ((step + 1) % cfg.train.log_every == 0 or step + 1 == cfg.train.steps)
             if batch_hook:
                 batch = batch_hook(step, batch)
             batch = to_device(batch, device)
             with _autocast(cfg, device):
                 emb, curv, scale = encoder(batch)
             hard = hard_negatives(emb, batch)
-            out = objective(emb, curv=curv, logit_scale=scale, geometry=cfg.variant.geometry, hard=hard)
+            out = objective(emb, curv=curv, logit_scale=scale, geometry=cfg.variant.geometry, hard=hard,
+                            with_diagnostics=logs_now)
             bad = _first_bad_term(out.total, out.terms)
             if bad is not None:
                 if cfg.train.nan_policy == "skip" and skipped < cfg.train.max_skipped_steps:
@@ -269,7 +307,9 @@ def _train(
                         record.update({f"diag/{k}": v for k, v in out.diagnostics.items()})
                 now = time.perf_counter()
                 record[PERF_PREFIX + "samples_per_s"] = n_last / max(now - t_last, 1e-9)
-                t_last, n_last = now, 0
+                # Share of the window's wall time spent waiting for the loader (docs/throughput.md).
+                record[PERF_PREFIX + "data_wait"] = wait_s / max(now - t_last, 1e-9)
+                t_last, n_last, wait_s = now, 0, 0.0
                 metrics_file.write(json.dumps(record) + "\n")
                 metrics_file.flush()
                 progress.update(step, record)

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from argent.data.policy import BadDataError
     from argent.data.taxonomy import TaxonomyError
     from argent.evaluation.benchmarks import load_benchmark
-    from argent.evaluation.runner import evaluate
+    from argent.evaluation.runner import evaluate, reuse_image_embeddings
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -74,23 +74,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
     failed = []
-    for name, entry in entries.items():
-        out_path = args.out or args.out_dir / f"{name}.json"
-        try:
-            result = evaluate(model, name, entry, out_path=out_path)
-        except Exception as err:  # noqa: BLE001 - one benchmark's failure must not stop the others
-            expected = isinstance(err, (ConfigError, BadDataError, TaxonomyError, FileNotFoundError)) or explain(err)
-            if not expected:
-                logging.exception("%s: unexpected failure", name)
-            print(f"argent evaluate: {name}: {explain(err) or err}", file=sys.stderr)
-            failed.append(name)
-            continue
-        head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run),
-                "config_hash": cfg.result_hash(), "variant": cfg.variant_name, "size": cfg.size, "seed": cfg.seed}
-        write_json(out_path, {**head, **result})
-        scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
-        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
-        print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
+    with reuse_image_embeddings():  # one checkpoint: each image set is embedded once, reused by every protocol
+        for name, entry in entries.items():
+            out_path = args.out or args.out_dir / f"{name}.json"
+            try:
+                result = evaluate(model, name, entry, out_path=out_path)
+            except Exception as err:  # noqa: BLE001 - one benchmark's failure must not stop the others
+                expected = isinstance(err, (ConfigError, BadDataError, TaxonomyError, FileNotFoundError)) or explain(err)
+                if not expected:
+                    logging.exception("%s: unexpected failure", name)
+                print(f"argent evaluate: {name}: {explain(err) or err}", file=sys.stderr)
+                failed.append(name)
+                continue
+            head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run),
+                    "config_hash": cfg.result_hash(), "variant": cfg.variant_name, "size": cfg.size, "seed": cfg.seed}
+            write_json(out_path, {**head, **result})
+            scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
+            print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
     if failed:
         print(f"argent evaluate: failed: {failed}", file=sys.stderr)
         return 2

@@ -13,11 +13,12 @@ prompt averaging), ``lift_text``, ``similarity``, ``curv``, ``geometry``, ``conf
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from argent.evaluation.benchmarks import (
 )
 from argent.evaluation.chunked_similarity import paired_scores
 
-__all__ = ["evaluate", "encode_images", "encode_texts"]
+__all__ = ["evaluate", "encode_images", "encode_texts", "reuse_image_embeddings"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,35 @@ def _device_of(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
+@dataclasses.dataclass
+class ImageEmbeddingMemo:
+    """Image embeddings already computed in this block, and how often they were reused."""
+
+    entries: dict[tuple, tuple[Tensor, list[int], list[tuple[str, str]]]] = dataclasses.field(default_factory=dict)
+    hits: int = 0
+    images_reused: int = 0
+
+
+_MEMO: ImageEmbeddingMemo | None = None
+
+
+@contextlib.contextmanager
+def reuse_image_embeddings() -> Iterator[ImageEmbeddingMemo]:
+    """Within this block ``encode_images`` embeds each image list once per (model, transform,
+    batch size, projection) and hands the same tensor to every later protocol that asks for it
+    (e.g. PEP, HierarCaps and the analysis read the same image folder). Reused results are the very
+    tensors the first call computed, so every metric is unchanged; the skipped images of that
+    call are counted again in each later caller's policy. The caller promises that the model's
+    weights do not change inside the block (``argent evaluate``: one checkpoint per process)."""
+    global _MEMO
+    outer = _MEMO
+    _MEMO = outer if outer is not None else ImageEmbeddingMemo()
+    try:
+        yield _MEMO
+    finally:
+        _MEMO = outer
+
+
 @torch.no_grad()
 def encode_images(
     model: Any,
@@ -95,8 +125,18 @@ def encode_images(
     """Embed image files: -> (embeddings (K, D) float32 on CPU, indices of the K usable paths).
 
     A missing or corrupt image goes through ``policy`` (reason ``bad_image``): counted and left
-    out (skip) or a ``BadDataError`` naming the file (strict).
+    out (skip) or a ``BadDataError`` naming the file (strict). Inside ``reuse_image_embeddings`` a
+    repeated request is answered from memory.
     """
+    key = (id(model), tuple(str(p) for p in paths), repr(transform), batch_size, project)
+    if _MEMO is not None and key in _MEMO.entries:
+        emb, kept, bad = _MEMO.entries[key]
+        for reason, error in bad:
+            policy.bad(reason, error)
+        _MEMO.hits += 1
+        _MEMO.images_reused += len(kept)
+        return emb.clone(), list(kept)  # a copy: a protocol may work in place on its tensor
+    bad_seen: list[tuple[str, str]] = []
     device = _device_of(model)
     loader = torch.utils.data.DataLoader(
         _ImageFiles(paths, transform), batch_size=batch_size, num_workers=num_workers, collate_fn=_collate
@@ -107,6 +147,7 @@ def encode_images(
         for i, tensor, error in batch:
             if tensor is None:
                 policy.bad("bad_image", error)
+                bad_seen.append(("bad_image", error))
             else:
                 good.append((i, tensor))
         if good:
@@ -114,7 +155,10 @@ def encode_images(
             chunks.append(model.encode_image(images, project=project).float().cpu())
             kept.extend(i for i, _ in good)
     dim = model.config.embed_dim
-    return (torch.cat(chunks) if chunks else torch.empty(0, dim)), kept
+    emb = torch.cat(chunks) if chunks else torch.empty(0, dim)
+    if _MEMO is not None:
+        _MEMO.entries[key] = (emb, list(kept), bad_seen)
+    return emb, kept
 
 
 @torch.no_grad()

@@ -23,6 +23,8 @@ rule clean_hierarcaps:
         out_dir=lambda w: R("data", w.dataset),
         config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
         hash=lambda w: clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here
+    benchmark:
+        R("benchmarks", "clean_hierarcaps", "{dataset}.tsv"),
     log:
         R("logs", "clean", "{dataset}.log"),
     threads: 1

@@ -10,6 +10,8 @@ rule synth_hiershapes:
         out=lambda w, output: str(Path(output.manifest).parent),
         params_file=HIERSHAPES_PARAMS,
         hash=stable_hash(config["hiershapes"]),
+    benchmark:
+        R("benchmarks", "synth_hiershapes", "synth_hiershapes.tsv"),
     log:
         R("logs", "data", "synth_hiershapes.log"),
     threads: workflow.cores
@@ -27,6 +29,8 @@ rule stage_wordnet:
         config["negatives"].get("wordnet_zip") or [],
     output:
         WORDNET_ZIP,
+    benchmark:
+        R("benchmarks", "stage_wordnet", "stage_wordnet.tsv"),
     log:
         R("logs", "data", "stage_wordnet.log"),
     threads: 1

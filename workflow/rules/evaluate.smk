@@ -13,6 +13,8 @@ rule evaluate:
         out_dir=lambda w, output: str(Path(output[0]).parent),
         hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
         config=EFFECTIVE_CONFIG,
+    benchmark:
+        R("benchmarks", "evaluate", "{variant}-{size}-seed{seed}.tsv"),
     log:
         R("logs", "evaluate", "{variant}-{size}-seed{seed}.log"),
     threads: config["evaluate"].get("threads", 1)

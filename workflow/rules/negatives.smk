@@ -12,6 +12,8 @@ rule mine_negatives:
         nltk=lambda w, input: str(Path(input.wordnet).parent.parent),
         config=EFFECTIVE_CONFIG,  # argent mine reads its options from the negatives: section there
         hash=stable_hash(config["negatives"]),
+    benchmark:
+        R("benchmarks", "mine_negatives", "mine.tsv"),
     log:
         R("logs", "negatives", "mine.log"),
     threads: 1

@@ -11,6 +11,8 @@ rule probe:
         run_dir=lambda w: run_dir(w.variant, w.size, w.seed),
         config=EFFECTIVE_CONFIG,  # the probe reads its probe: section (data, options) from here
         hash=stable_hash(config["probe"]),
+    benchmark:
+        R("benchmarks", "probe", "{variant}-{size}-seed{seed}.tsv"),
     log:
         R("logs", "probe", "{variant}-{size}-seed{seed}.log"),
     threads: 1
@@ -26,6 +28,8 @@ rule probe_figure:
         probe_targets(),
     output:
         report(R("figures", "probe_exposure.png"), caption="../report/probe.rst", category="Figures"),
+    benchmark:
+        R("benchmarks", "probe_figure", "figure.tsv"),
     log:
         R("logs", "probe", "figure.log"),
     threads: 1

@@ -30,6 +30,8 @@ rule tables:
         results=lambda w: str(RESULTS),
         skipped=skipped_benchmarks(),
         hash=stable_hash([config.get("tables", {}), config["runs"], config.get("tune", {}).get("enabled")]),
+    benchmark:
+        R("benchmarks", "tables", "tables.tsv"),
     log:
         R("logs", "tables.log"),
     threads: 1

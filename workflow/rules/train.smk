@@ -24,6 +24,8 @@ rule train:
         launcher=train_launcher,
         hash=run_hash,
         config=EFFECTIVE_CONFIG,
+    benchmark:
+        R("benchmarks", "train", "{variant}-{size}-seed{seed}.tsv"),
     log:
         R("logs", "train", "{variant}-{size}-seed{seed}.log"),
     threads: config["runs"].get("threads_per_run", 1)

@@ -33,6 +33,8 @@ rule tune_worker:
         out=lambda w, output: str(Path(output[0]).parent.parent),
         config=EFFECTIVE_CONFIG,
         hash=stable_hash([config.get("tune", {}), tune_objective_entries()]),
+    benchmark:
+        R("benchmarks", "tune_worker", "{study}-worker{worker}.tsv"),
     log:
         R("logs", "tune", "{study}-worker{worker}.log"),
     threads: 1
@@ -53,6 +55,8 @@ rule tune_export:
     params:
         out=lambda w, output: str(Path(output.best).parent),
         config=EFFECTIVE_CONFIG,
+    benchmark:
+        R("benchmarks", "tune_export", "{study}-export.tsv"),
     log:
         R("logs", "tune", "{study}-export.log"),
     threads: 1

@@ -1,0 +1,151 @@
+"""Every job's cost: Snakemake ``benchmark:`` TSVs aggregated into ``cost.{md,csv}``.
+
+Each workflow rule writes ``<results>/benchmarks/<stage>/<job>.tsv`` (Snakemake's benchmark format:
+columns ``s`` wall seconds, ``max_rss`` MB, ``cpu_time`` seconds, ...; one row per repeat). The job
+name of per-run stages is ``<variant>-<size>-seed<k>``, which gives the variant. The tables:
+
+- per stage: jobs, total and mean wall seconds, share of the summed wall time, peak ``max_rss``,
+  total CPU seconds;
+- per stage and variant: the same, for the stages whose jobs name a variant.
+
+Summed wall time is the sum over jobs (what the run would take on one core), not the elapsed time
+of a parallel run. ``python -m argent.cost --benchmarks results/benchmarks --out results/tables``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from argent.io import atomic_write_text
+
+RUN_JOB = re.compile(r"^(?P<variant>.+)-(?P<size>[^-]+)-seed(?P<seed>\d+)$")
+COLUMNS = ("stage", "variant", "jobs", "total_wall_s", "mean_wall_s", "share_of_wall", "peak_max_rss_mb", "cpu_s")
+
+
+@dataclass(frozen=True)
+class JobCost:
+    stage: str
+    job: str
+    variant: str  # "" when the job does not name one
+    wall_s: float
+    max_rss_mb: float  # NaN when Snakemake could not measure it
+    cpu_s: float
+
+
+def _number(value: str | None) -> float:
+    try:
+        return float(value) if value not in (None, "", "NA", "-") else math.nan
+    except ValueError:
+        return math.nan
+
+
+def read_benchmark(path: Path, stage: str) -> list[JobCost]:
+    """The rows of one benchmark TSV (one per repeat); a clear error naming the file if it is not one."""
+    text = path.read_text()
+    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    if not rows or "s" not in rows[0]:
+        raise ValueError(f"{path}: not a Snakemake benchmark TSV (no 's' column); delete it and rerun the job")
+    match = RUN_JOB.match(path.stem)
+    variant = match["variant"] if match else ""
+    out = []
+    for i, row in enumerate(rows, start=2):
+        wall = _number(row.get("s"))
+        if math.isnan(wall):
+            raise ValueError(f"{path}, line {i}: wall seconds 's' is {row.get('s')!r}; delete the file and rerun the job")
+        out.append(JobCost(stage, path.stem, variant, wall, _number(row.get("max_rss")), _number(row.get("cpu_time"))))
+    return out
+
+
+def read_benchmarks(root: str | Path) -> list[JobCost]:
+    """All ``<root>/<stage>/**/*.tsv`` (stage = the first folder under ``root``)."""
+    root = Path(root)
+    jobs: list[JobCost] = []
+    for path in sorted(root.glob("*/**/*.tsv")):
+        jobs += read_benchmark(path, path.relative_to(root).parts[0])
+    return jobs
+
+
+def _row(stage: str, variant: str, jobs: list[JobCost], grand_total: float) -> dict[str, object]:
+    walls = [j.wall_s for j in jobs]
+    rss = [j.max_rss_mb for j in jobs if not math.isnan(j.max_rss_mb)]
+    cpu = [j.cpu_s for j in jobs if not math.isnan(j.cpu_s)]
+    total = sum(walls)
+    return {
+        "stage": stage, "variant": variant, "jobs": len({(j.stage, j.job) for j in jobs}),
+        "total_wall_s": round(total, 2), "mean_wall_s": round(total / len(walls), 2),
+        "share_of_wall": round(total / grand_total, 4) if grand_total > 0 else math.nan,
+        "peak_max_rss_mb": round(max(rss), 1) if rss else math.nan,
+        "cpu_s": round(sum(cpu), 2) if cpu else math.nan,
+    }
+
+
+def cost_rows(jobs: list[JobCost]) -> tuple[list[dict], list[dict]]:
+    """(per stage rows + an "all" row, per stage-and-variant rows)."""
+    grand = sum(j.wall_s for j in jobs)
+    stages = sorted({j.stage for j in jobs})
+    per_stage = [_row(s, "", [j for j in jobs if j.stage == s], grand) for s in stages]
+    if jobs:
+        per_stage.append(_row("all", "", jobs, grand))
+    keys = sorted({(j.stage, j.variant) for j in jobs if j.variant})
+    per_variant = [_row(s, v, [j for j in jobs if j.stage == s and j.variant == v], grand) for s, v in keys]
+    return per_stage, per_variant
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:g}"
+    return str(value)
+
+
+def markdown(rows: list[dict], title: str) -> str:
+    lines = [f"## {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(_fmt(r[c]) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_cost_tables(benchmarks: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``cost.md`` and ``cost.csv`` (both tables, the CSV with a ``table`` column) atomically."""
+    per_stage, per_variant = cost_rows(read_benchmarks(benchmarks))
+    out_dir = Path(out_dir)
+    note = ("Wall seconds summed over jobs (one core's worth, not the elapsed time of a parallel run); "
+            "max_rss in MB as Snakemake's `benchmark:` measured it; share = share of the summed wall time.\n")
+    md = "# Cost of the run\n\n" + note + "\n" + markdown(per_stage, "Per stage") + "\n" + \
+        markdown(per_variant, "Per stage and variant")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=("table", *COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for table, rows in (("stage", per_stage), ("variant", per_variant)):
+        for r in rows:
+            writer.writerow({"table": table, **{k: _fmt(v) if isinstance(v, float) else v for k, v in r.items()}})
+    md_path, csv_path = out_dir / "cost.md", out_dir / "cost.csv"
+    atomic_write_text(md_path, md)
+    atomic_write_text(csv_path, buf.getvalue())
+    return md_path, csv_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m argent.cost", description=__doc__.splitlines()[0])
+    p.add_argument("--benchmarks", type=Path, required=True, help="folder of <stage>/<job>.tsv benchmark files")
+    p.add_argument("--out", type=Path, required=True, help="folder for cost.md and cost.csv")
+    args = p.parse_args(argv)
+    if not args.benchmarks.is_dir():
+        print(f"argent cost: {args.benchmarks}: no such folder (run the workflow first)", file=sys.stderr)
+        return 1
+    try:
+        md_path, _ = write_cost_tables(args.benchmarks, args.out)
+    except ValueError as err:
+        print(f"argent cost: {err}", file=sys.stderr)
+        return 1
+    print(md_path.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
