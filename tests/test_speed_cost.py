@@ -1,4 +1,4 @@
-"""argent.cost: Snakemake benchmark TSVs -> cost tables per stage and per variant."""
+"""argent.tables.cost: Snakemake benchmark TSVs -> cost tables per stage and per variant."""
 
 import csv
 import math
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from argent.cost import cost_rows, main, read_benchmarks, write_cost_tables
+from argent.tables.cost import cost_rows, main, read_benchmarks, write_cost_tables
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

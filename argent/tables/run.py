@@ -15,6 +15,7 @@ import polars as pl
 
 from argent.io import atomic_output, atomic_write_text
 from argent.tables.claims import ClaimsSpec, claims_markdown, claims_rows, load_claims, parse_roles
+from argent.tables.cost import write_cost_tables
 from argent.tables.collect import collect, collect_diagnostics, configured_seeds, configured_variants
 from argent.tables.figures import copy_run_figures, training_curves
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
@@ -39,7 +40,16 @@ class TablesOptions:
 
 # Further table writers, called last with the options (e.g. the cost table from Snakemake's
 # benchmark files): each takes TablesOptions and writes its own files under options.tables_dir.
-EXTRA_WRITERS: list[Callable[[TablesOptions], None]] = []
+def write_cost(opts: TablesOptions) -> None:
+    """cost.{md,csv} from the per-job records Snakemake's `benchmark:` directives leave in <results>/benchmarks."""
+    bench = opts.results / "benchmarks"
+    if not bench.is_dir():
+        print(f"argent tables: no cost table: {bench} does not exist (it is written by the workflow's jobs)")
+        return
+    opts.written += list(write_cost_tables(bench, opts.tables_dir))
+
+
+EXTRA_WRITERS: list[Callable[[TablesOptions], None]] = [write_cost]
 
 
 def write_csv(records: list[dict[str, Any]], path: Path) -> None:
@@ -93,6 +103,6 @@ def run(opts: TablesOptions) -> list[Path]:
     figures.mkdir(parents=True, exist_ok=True)
     copy_run_figures(results / "eval", figures)
 
-    for writer in EXTRA_WRITERS:  # the lead adds argent.tables.cost's writer here at merge
+    for writer in EXTRA_WRITERS:
         writer(opts)
     return opts.written

@@ -17,6 +17,8 @@ rule tables:
         claims_csv=R("tables", "claims.csv"),
         mechanism_md=report(R("tables", "mechanism.md"), caption="../report/mechanism_table.rst", category="Claims"),
         mechanism_csv=R("tables", "mechanism.csv"),
+        cost_md=report(R("tables", "cost.md"), caption="../report/cost_table.rst", category="Tables"),
+        cost_csv=R("tables", "cost.csv"),
         curves=report(R("figures", "training_curves.png"), caption="../report/curves.rst", category="Figures"),
         figures=report(
             directory(R("figures", "runs")),

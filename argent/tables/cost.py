@@ -9,7 +9,7 @@ name of per-run stages is ``<variant>-<size>-seed<k>``, which gives the variant.
 - per stage and variant: the same, for the stages whose jobs name a variant.
 
 Summed wall time is the sum over jobs (what the run would take on one core), not the elapsed time
-of a parallel run. ``python -m argent.cost --benchmarks results/benchmarks --out results/tables``.
+of a parallel run. ``python -m argent.tables.cost --benchmarks results/benchmarks --out results/tables``.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def write_cost_tables(benchmarks: str | Path, out_dir: str | Path) -> tuple[Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m argent.cost", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m argent.tables.cost", description=__doc__.splitlines()[0])
     p.add_argument("--benchmarks", type=Path, required=True, help="folder of <stage>/<job>.tsv benchmark files")
     p.add_argument("--out", type=Path, required=True, help="folder for cost.md and cost.csv")
     args = p.parse_args(argv)
