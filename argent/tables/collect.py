@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,8 @@ from typing import Any
 import polars as pl
 import yaml
 
-from argent.io import flatten
-from argent.runs import split_run
+from argent.io import flatten, read_json
+from argent.runs import read_metrics, split_run
 
 TUNED_VARIANT = "argent-tuned"  # the workflow's name for the tuned study's best trial, retrained
 
@@ -45,10 +44,7 @@ def collect(eval_dir: Path) -> pl.DataFrame:
     for path in sorted(eval_dir.glob("*/seed*/*.json")):
         variant, size = split_run(path.parents[1].name)
         seed = _seed_of(path.parent)
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON ({err}); delete it and re-run its evaluate job") from None
+        data = read_json(path)  # a torn or malformed file is an error naming it, before any table is written
         for metric, value in flatten(data.get("metrics", {}), sep="/").items():
             if value is None or _is_number(value):
                 number = None if value is None or math.isnan(value) else float(value)
@@ -62,13 +58,7 @@ def last_diagnostics(metrics_jsonl: Path, prefix: str = "diag/", also: tuple[str
     """(step, {key without prefix: value}) of the last record that carries ``prefix`` keys, plus
     the keys in ``also`` (unprefixed, e.g. the curvature) from that same record."""
     last = None
-    for lineno, line in enumerate(metrics_jsonl.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{metrics_jsonl}:{lineno}: not valid JSON ({err})") from None
+    for record in read_metrics(metrics_jsonl):
         diag = {k.removeprefix(prefix): float(v) for k, v in record.items() if k.startswith(prefix) and _is_number(v)}
         if diag:
             diag.update({k: float(record[k]) for k in also if _is_number(record.get(k))})

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from argent.io import atomic_output, atomic_write_bytes
+from argent.runs import read_metrics
 
 
 def training_curves(runs_dir: Path, out: Path, keys: tuple[str, ...] = ("loss", "loss/contrastive", "curv")) -> None:
@@ -17,7 +17,7 @@ def training_curves(runs_dir: Path, out: Path, keys: tuple[str, ...] = ("loss", 
 
     series: dict[str, dict[str, list]] = defaultdict(dict)
     for metrics in sorted(runs_dir.glob("*/seed0/metrics.jsonl")):
-        rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+        rows = read_metrics(metrics)
         for key in keys:
             pts = [(r["step"], r[key]) for r in rows if key in r]
             if pts:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from argent.io import read_json
 from argent.runs import split_run
 
 PROBE_CONDITIONS = ("leaf_only/none", "leaf_only/across", "leaf_only/within")
@@ -16,7 +16,7 @@ def probe_table(probe_dir: Path, conditions: tuple[str, ...] = PROBE_CONDITIONS)
     run, mean ± 95 % CI over probe seeds, beside the always-"No" majority baseline."""
     records: list[dict[str, Any]] = []
     for path in sorted(probe_dir.glob("*/seed*.json")):
-        data = json.loads(path.read_text())
+        data = read_json(path)
         variant, size = split_run(path.parent.name)
         for cond in data["conditions"]:
             if cond["name"] not in conditions:

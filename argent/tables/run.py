@@ -88,14 +88,17 @@ def run(opts: TablesOptions) -> list[Path]:
     seeds = {v: configured_seeds(cfg, v) for v in variants}
     data = TableInput.build(long, sizes, seeds)
 
-    _write(opts, "main", *main_table(data, spec["main"]))
-    _write(opts, "ablations", *ablation_table(data, spec["ablations"]))
+    # Everything is read and computed before the first file is written: a damaged input fails the
+    # job with the tables of the last good run still in place.
+    tables = {"main": main_table(data, spec["main"]), "ablations": ablation_table(data, spec["ablations"])}
     rows = claims_rows(claims, long, sizes, seeds, set(configured_variants(cfg)))
-    _write(opts, "claims", claims_markdown(rows), rows)
+    tables["claims"] = (claims_markdown(rows), rows)
     mech = mechanism_rows(collect_diagnostics(results / "runs"), variants, sizes, seeds)
-    _write(opts, "mechanism", mechanism_markdown(mech), mech)
+    tables["mechanism"] = (mechanism_markdown(mech), mech)
     if any((results / "probe").glob("*/seed*.json")):
-        _write(opts, "probe", *probe_table(results / "probe"))
+        tables["probe"] = probe_table(results / "probe")
+    for name, (md, records) in tables.items():
+        _write(opts, name, md, records)
 
     curves = opts.curves or results / "figures" / "training_curves.png"
     training_curves(results / "runs", curves)
