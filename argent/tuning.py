@@ -443,7 +443,14 @@ def _storage(spec: StudySpec, heartbeat: bool = True) -> Any:
         retry = (retry_cls or optuna.storages.RetryFailedTrialCallback)(max_retry=tune.max_retry)
         kwargs = {"heartbeat_interval": tune.heartbeat_interval, "grace_period": tune.grace_period or None,
                   "heartbeat_stale_trial_callback" if retry_cls else "failed_trial_callback": retry}
-    return optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)
+    try:
+        return optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)
+    except Exception as err:  # sqlalchemy's OperationalError & co (a lazy import there): unreachable, bad URL
+        if type(err).__module__.split(".")[0] != "sqlalchemy":
+            raise
+        reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        raise TuneError(f"cannot open the study storage {_safe_url(spec.storage_url)} (tune.storage / --storage): "
+                        f"{reason}. Check that the database server runs and the URL is right.") from None
 
 
 def _sampler(cfg: SamplerConfig, trial_number: int) -> Any:
