@@ -91,7 +91,8 @@ def test_a_killed_worker_loses_no_finished_trial_and_its_trial_is_retried(stack,
             assert (t.state.name, t.value, t.params) == before[t.number]
     stale = trials[killed[0]]
     assert stale.state.name == "FAIL", "the killed trial is marked failed ..."
-    retries = [t for t in trials if t.system_attrs.get("failed_trial") == stale._trial_id]
+    retried = optuna.storages.RetryFailedTrialCallback.retried_trial_number
+    retries = [t for t in trials if retried(t) == stale.number]
     assert len(retries) == 1 and retries[0].params == stale.params, "... and re-run with its parameters"
     assert retries[0].state.name == "COMPLETE"
     assert [t.state.name for t in trials].count("COMPLETE") == 2, "the budget counts the retry, not the stale trial"

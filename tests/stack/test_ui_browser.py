@@ -37,7 +37,7 @@ def browser(tmp_path: Path):
     # closed network refuses.
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1500,1000"):
+                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=2200,1000"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(120)
@@ -158,7 +158,7 @@ def test_optuna_dashboard_serves_a_study(stack, browser, tmp_path):
         study.tell(trial, value)
     port = free_port()
     log = (tmp_path / "dashboard.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "optuna_dashboard", stack["optuna"], "--host", "127.0.0.1",
+    server = subprocess.Popen([str(Path(sys.executable).parent / "optuna-dashboard"), stack["optuna"], "--host", "127.0.0.1",
                                "--port", str(port)], env=child_env(), stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
     try:
