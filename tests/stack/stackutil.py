@@ -7,6 +7,7 @@ exit code 77); any other failure of a script fails the test.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -84,3 +85,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def folder_metrics(run_dir: Path) -> dict[str, dict[int, float]]:
+    """metrics.jsonl as {name: {step: value}} (numbers only, as the tracker sends them)."""
+    out: dict[str, dict[int, float]] = {}
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        for key, value in row.items():
+            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.setdefault(key, {})[int(row["step"])] = float(value)
+    return out

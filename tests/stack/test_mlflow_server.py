@@ -1,6 +1,6 @@
 """Training runs log to a real `mlflow server` (PostgreSQL backend) over HTTP; what MLflow's client
 reads back equals the run folders; a server that dies mid-run costs nothing that `argent track` can't
-re-send."""
+re-send. (Nested tuning runs on the server: tests/stack/test_optuna_postgres.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from stackutil import ROOT, argent, argent_cmd, child_env, free_port, workflow_config
+from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, free_port, workflow_config
 
 pytestmark = pytest.mark.stack
 
@@ -24,17 +24,6 @@ def client(uri: str):
     import mlflow
 
     return mlflow.MlflowClient(tracking_uri=uri)
-
-
-def folder_metrics(run_dir: Path) -> dict[str, dict[int, float]]:
-    """metrics.jsonl as {name: {step: value}} (numbers only, as the tracker sends them)."""
-    out: dict[str, dict[int, float]] = {}
-    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        for key, value in row.items():
-            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                out.setdefault(key, {})[int(row["step"])] = float(value)
-    return out
 
 
 def assert_run_matches_folder(c, run, run_dir: Path) -> None:
@@ -73,26 +62,6 @@ def test_training_runs_read_back_from_the_server(stack, shapes, tmp_path):
         assert {"config.yaml", "summary.json"} <= names, names
 
 
-def test_tuning_trials_are_nested_runs_on_the_server(stack, shapes, tmp_path):
-    config = workflow_config(tmp_path, shapes, stack["mlflow"], "stack-nested", n_trials=2)
-    proc = argent("tune", "--config", str(config), "--study", "nested", "--storage", stack["optuna"], "--threads", "1")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    c = client(stack["mlflow"])
-    exp = c.get_experiment_by_name("stack-nested-tune-nested")
-    found = c.search_runs([exp.experiment_id])
-    parents = [r for r in found if r.data.tags.get("kind") == "study"]
-    trials = [r for r in found if r.data.tags.get("kind") == "trial"]
-    print(f"tuning runs read back from the MLflow server: {len(parents)} study + {len(trials)} trials")
-    assert len(parents) == 1 and len(trials) == 2
-    for r in trials:
-        assert r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id and r.info.status == "FINISHED"
-        run_dir = Path(r.data.tags["argent_run_id"])  # the trial's run folder
-        assert run_dir == tmp_path / "results" / "tune" / "nested" / "trials" / r.data.tags["optuna_trial"]
-        assert "loss" in r.data.metrics
-        loss = {m.step: m.value for m in c.get_metric_history(r.info.run_id, "loss")}
-        assert loss == pytest.approx(folder_metrics(run_dir)["loss"])
-
-
 def start_server(port: int, backend: str, artifacts: Path, log: Path) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", "1", "--backend-store-uri", backend, "--artifacts-destination", str(artifacts)],
@@ -114,7 +83,7 @@ def test_a_server_that_dies_mid_run_then_argent_track_resends(stack, shapes, tmp
     doomed = start_server(port, f"{stack['pg']}/mlflow", tmp_path / "artifacts", tmp_path / "doomed.log")
     config = workflow_config(tmp_path, shapes, f"http://127.0.0.1:{port}", "stack-outage")
     out = tmp_path / "results" / "runs" / "meru-tiny" / "seed0"
-    steps = 40
+    steps = 24
     trainer = subprocess.Popen(argent_cmd("train", "--config", str(config), "--variant", "meru", "--size", "tiny",
                                           "--seed", "0", "--out", str(out), "--threads", "1",
                                           "--set", f"train.steps={steps}", "--set", "train.log_every=2"),

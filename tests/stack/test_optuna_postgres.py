@@ -12,7 +12,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from stackutil import ROOT, argent, argent_cmd, child_env, workflow_config
+from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, workflow_config
 
 pytestmark = pytest.mark.stack
 
@@ -50,6 +50,23 @@ def test_two_workers_finish_exactly_the_budget(stack, shapes, tmp_path):
         run = tmp_path / "results" / "tune" / "two_workers" / "trials" / str(t.number)
         assert json.loads((run / "summary.json").read_text())["steps"] == 4
         assert t.value == pytest.approx(t.user_attrs["scores"]["hs_zeroshot_val/top1"])
+
+    # MLflow over HTTP: the study is a parent run, each trial a nested run with its training curves.
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=stack["mlflow"])
+    found = client.search_runs([client.get_experiment_by_name("stack-tune-tune-two_workers").experiment_id])
+    parents = [r for r in found if r.data.tags.get("kind") == "study"]
+    nested = [r for r in found if r.data.tags.get("kind") == "trial"]
+    print(f"tuning runs read back from the MLflow server: {len(parents)} study + {len(nested)} trials")
+    assert len(parents) == 1 and len(nested) == 4
+    for r in nested:
+        run_dir = tmp_path / "results" / "tune" / "two_workers" / "trials" / r.data.tags["optuna_trial"]
+        assert r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id and r.info.status == "FINISHED"
+        assert r.data.tags["argent_run_id"] == str(run_dir.resolve())
+        loss = {m.step: m.value for m in client.get_metric_history(r.info.run_id, "loss")}
+        assert loss == pytest.approx(folder_metrics(run_dir)["loss"])
+        assert [m.step for m in client.get_metric_history(r.info.run_id, "tune/value")] == [2, 4]
 
     # The export reads the PostgreSQL study alone.
     proc = argent("tune", "--config", str(config), "--study", "two_workers", "--storage", stack["optuna"], "--export-only")

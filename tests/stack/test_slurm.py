@@ -16,7 +16,7 @@ import pytest
 
 from stackutil import ROOT, child_env, script
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(3600)]  # a DAG of ~20 Slurm jobs on 2 cores
 
 SLURM = ROOT / "scripts" / "slurm-local.sh"
 SHARED = ROOT.parent / "shared"
