@@ -3,12 +3,11 @@ every job is a Slurm job, and the tables equal those of a local run."""
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import polars as pl
@@ -75,6 +74,13 @@ def smoke_on_slurm(slurm, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
     return repo, out
 
 
+def same_number(x: float | None, y: float | None) -> bool:
+    """Equal table cells: both empty (a cell with n = 0), or equal up to float noise."""
+    if x is None or y is None:
+        return x is None and y is None
+    return math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-6) or (math.isnan(x) and math.isnan(y))
+
+
 def test_smoke_dag_runs_as_slurm_jobs_and_matches_a_local_run(smoke_on_slurm, tmp_path):
     repo, out = smoke_on_slurm
 
@@ -106,7 +112,8 @@ def test_smoke_dag_runs_as_slurm_jobs_and_matches_a_local_run(smoke_on_slurm, tm
         a, b = a.sort(keys), b.sort(keys)
         assert a.select(keys).equals(b.select(keys))
         for column in (c for c in a.columns if c not in keys):
-            assert a[column].to_list() == pytest.approx(b[column].to_list(), rel=1e-5, abs=1e-6, nan_ok=True), (name, column)
+            differ = [(row, x, y) for row, x, y in zip(a["row"], a[column], b[column]) if not same_number(x, y)]
+            assert not differ, (name, column, differ[:5])
 
 
 def test_a_wrong_partition_is_a_clear_message(slurm, tmp_path):
@@ -117,31 +124,3 @@ def test_a_wrong_partition_is_a_clear_message(slurm, tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "no_such_partition" in out and re.search(r"[Ii]nvalid partition", out), out[-3000:]
-
-
-def test_a_training_job_cancelled_mid_run_is_resubmitted_and_resumes(smoke_on_slurm):
-    repo, _ = smoke_on_slurm  # its data is there: only the longer training of one run is submitted
-    run = repo / "results" / "smoke" / "runs" / "clip-tiny" / "seed0"
-    target = str(run.relative_to(repo) / "summary.json")
-    longer = ["--config", "train={batch_size: 16, steps: 48, log_every: 4, checkpoint_every: 6, shuffle_buffer: 50}"]
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--configfile", "config/smoke.yaml", "--profile",
-                             "profiles/slurm", "--jobs", "1", *SITE, *longer, "--", target],
-                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env())
-    deadline = time.monotonic() + 900
-    (run / "checkpoint.pt").unlink()  # the smoke run's; wait for this training's own
-    while not (run / "checkpoint.pt").is_file():  # training has checkpointed at least once
-        assert proc.poll() is None, proc.stdout.read()[-4000:]
-        assert time.monotonic() < deadline, "no checkpoint in 15 min"
-        time.sleep(0.5)
-    running = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%i"], capture_output=True, text=True,
-                             env=child_env()).stdout.split()
-    assert len(running) == 1, running
-    subprocess.run(["scancel", running[0]], check=True, env=child_env())
-    out, _ = proc.communicate(timeout=900)
-    assert proc.returncode == 0, out[-4000:]
-    ids = [slurm_id for _, slurm_id, _ in SUBMITTED.findall(out)]
-    print(f"cancelled Slurm job {running[0]}; the train job's Slurm ids: {ids}")
-    assert ids[0] == running[0] and len(ids) == 2, "the cancelled train job, then its resubmission"
-    log = (repo / "results" / "smoke" / "logs" / "train" / "clip-tiny-seed0.log").read_text()
-    assert "resumed" in log, log[-3000:]
-    assert json.loads((run / "summary.json").read_text())["steps"] == 48
