@@ -15,6 +15,7 @@ import optuna
 import sqlalchemy
 
 from argent.config import TrackingConfig
+from argent.io import ArgentError
 from argent.runs import results_tracking_uri as default_uri
 from argent.tuning.config import PrunerConfig, SamplerConfig, TuneConfig
 
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-class TuneError(RuntimeError):
+class TuneError(ArgentError, RuntimeError):
     """The study cannot go on (storage holds a different study, an objective metric is unknown, ...)."""
 
 
@@ -94,11 +95,14 @@ def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.sto
     for attempt in range(5):
         try:
             return optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)
-        except sqlalchemy.exc.SQLAlchemyError:
+        except sqlalchemy.exc.SQLAlchemyError as err:
             # Workers that start together on a new database race to create its tables; the loser's
-            # insert of the schema version fails. Retrying finds the tables made.
+            # insert of the schema version fails. Retrying finds the tables made. An unreachable
+            # server or a bad URL fails every attempt: say which storage and what to check.
             if attempt == 4:
-                raise
+                reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+                raise TuneError(f"cannot open the study storage {safe_url(spec.storage_url)} (tune.storage): "
+                                f"{reason}. Check that the database server runs and the URL is right.") from None
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
 
