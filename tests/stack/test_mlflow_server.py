@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from argent.runs import RunFolder
 from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, free_port, workflow_config
 
 pytestmark = pytest.mark.stack
@@ -77,6 +78,18 @@ def start_server(port: int, backend: str, artifacts: Path, log: Path) -> subproc
     raise AssertionError(f"second mlflow server never answered:\n{log.read_text()[-2000:]}")
 
 
+def logged(out: Path) -> bool:
+    """The run has logged a metric: a fresh run writes into its staging folder until its first checkpoint."""
+    folder = RunFolder(out)
+    for metrics in (folder.staging.metrics, folder.metrics):
+        try:
+            if metrics.read_text().strip():
+                return True
+        except FileNotFoundError:  # not written yet, or just moved out of staging
+            pass
+    return False
+
+
 def test_a_server_that_dies_mid_run_then_argent_track_resends(stack, shapes, tmp_path):
     # A second server on the same database: the one that dies. The stack's server stays up for re-sending.
     port = free_port()
@@ -89,7 +102,7 @@ def test_a_server_that_dies_mid_run_then_argent_track_resends(stack, shapes, tmp
                                           "--set", f"train.steps={steps}", "--set", "train.log_every=2"),
                                cwd=ROOT, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while not (out / "metrics.jsonl").is_file() or not (out / "metrics.jsonl").read_text().strip():
+    while not logged(out):
         assert trainer.poll() is None and time.monotonic() < deadline, "training ended before the outage"
         time.sleep(0.2)
     os.killpg(doomed.pid, signal.SIGKILL)  # the server goes away mid-run

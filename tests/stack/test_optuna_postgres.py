@@ -18,7 +18,7 @@ pytestmark = pytest.mark.stack
 
 
 def worker(config: Path, storage: str, study: str, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(argent_cmd("tune", "--config", str(config), "--study", study, "--storage", storage,
+    return subprocess.Popen(argent_cmd("tune", "--config", str(config), "--study", study, "--set", f"tune.storage={storage}",
                                        "--no-export", "--threads", "1"),
                             cwd=ROOT, env=child_env(), stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
 
@@ -69,7 +69,8 @@ def test_two_workers_finish_exactly_the_budget(stack, shapes, tmp_path):
         assert [m.step for m in client.get_metric_history(r.info.run_id, "tune/value")] == [2, 4]
 
     # The export reads the PostgreSQL study alone.
-    proc = argent("tune", "--config", str(config), "--study", "two_workers", "--storage", stack["optuna"], "--export-only")
+    proc = argent("tune", "--config", str(config), "--study", "two_workers", "--set", f"tune.storage={stack['optuna']}",
+                  "--export-only")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "results" / "tune" / "two_workers" / "best.yaml").is_file()
 
@@ -123,8 +124,8 @@ def test_an_unreachable_postgresql_url_is_a_clear_message(shapes, tmp_path):
         port = s.getsockname()[1]
     config = workflow_config(tmp_path, shapes, f"sqlite:///{tmp_path / 'mlflow.db'}", "x")
     url = f"postgresql://argent:secret@127.0.0.1:{port}/optuna"
-    proc = argent("tune", "--config", str(config), "--storage", url, "--n-trials", "1", timeout=300)
+    proc = argent("tune", "--config", str(config), "--set", f"tune.storage={url}", "--set", "tune.n_trials=1", timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert f"127.0.0.1:{port}" in proc.stderr and "secret" not in proc.stderr
-    assert "tune.storage" in proc.stderr or "--storage" in proc.stderr
+    assert "tune.storage" in proc.stderr
