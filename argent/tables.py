@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from argent.engine.tracking import log_tables_run
 from argent.io import atomic_output, atomic_write_bytes, atomic_write_text, flatten
 
 PUBLISHED = Path(__file__).parent / "resources" / "published.yaml"
@@ -264,5 +265,6 @@ def main(argv: list[str] | None = None) -> int:
         write_csv(records, out / "probe.csv")
     training_curves(args.results / "runs", curves)
     copy_run_figures(args.results / "eval", figures)
+    log_tables_run(out, figures, cfg, args.results, sorted(curves.parent.glob("*.png")))  # best effort
     print((out / "main.md").read_text())
     return 0

@@ -32,7 +32,7 @@ from argent.engine.checkpoint import (
 )
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
-from argent.engine.tracking import Tracker, default_uri, read_metrics, run_tags
+from argent.engine.tracking import RUN_RECORD, Tracker, default_uri, read_metrics, run_tags
 from argent.io import atomic_output, atomic_write_text
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
@@ -200,7 +200,7 @@ def train(
     tracker = Tracker(cfg.tracking.uri or default_uri(files.root.parents[2] if len(files.root.parents) > 2 else files.root),
                       cfg.tracking.experiment, f"{cfg.variant_name}-{cfg.size}-seed{cfg.seed}",
                       run_tags(cfg_dict, files.root, config_hash),
-                      enabled=cfg.tracking.enabled and is_main)
+                      enabled=cfg.tracking.enabled and is_main, record=files.root / RUN_RECORD)
     if is_main:
         tracker.log_params(cfg_dict)
     synced = len(read_metrics(files.metrics)) if is_main else 0
