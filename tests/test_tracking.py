@@ -104,6 +104,7 @@ def test_evaluation_metrics_land_on_the_training_run(tmp_path, store):
     record = json.loads((run_dir / RUN_RECORD).read_text())
     assert record["run_id"] == trainer.run_id and record["tracking_uri"] == uri
 
+    client.set_tag(trainer.run_id, "git_commit", "commit-it-was-trained-at")
     zs = write_result(tmp_path / "results", run_dir, "hs_zeroshot", {"top1": 0.25, "tie": 1.5, "pep": None,
                                                                       "per_level": {"L1": 0.5}})
     ret = write_result(tmp_path / "results", run_dir, "hs_retrieval", {"t2i_R@5": 0.4}, figures=True)
@@ -120,6 +121,7 @@ def test_evaluation_metrics_land_on_the_training_run(tmp_path, store):
     assert json.loads(tags["eval/hs_zeroshot/skipped_by_reason"]) == {"unreadable_image": 2}
     assert tags["eval/hs_zeroshot/entry_hash"] == "e" * 16
     assert tags["family"] == "argent" and tags["group"] == "main" and tags["variant"] == "argent"
+    assert tags["git_commit"] == "commit-it-was-trained-at"  # an evaluation does not re-date the run
     assert "tracking.tags.family" not in run.data.params and run.data.params["variant.entailment"] == "adaptive"
     arts = {a.path for a in client.list_artifacts(run.info.run_id, "eval/hs_retrieval")}
     assert arts == {"eval/hs_retrieval/hs_retrieval.json", "eval/hs_retrieval/hs_retrieval_norms.png"}

@@ -42,6 +42,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 RUN_RECORD = "mlflow_run.json"  # in the run folder: which MLflow run mirrors it
 EVAL_PREFIX = "eval"
+KEEP_TAGS = ("git_commit",)  # set when a run is created, never overwritten
 
 
 # ---- where things are: the only place that knows the results layout ---------------------------
@@ -98,6 +99,17 @@ class Tracker:
         self._safe(self._start, uri, experiment, run_name, tags, record)
 
     def _start(self, uri: str, experiment: str, run_name: str, tags: dict[str, str], record: Path | None) -> None:
+        # Jobs that open a fresh SQLite store at the same moment race in MLflow's schema set-up
+        # ("table ... already exists", "database is locked"); a second try finds it made.
+        for attempt in range(3):
+            try:
+                return self._open(uri, experiment, run_name, tags, record)
+            except Exception as err:  # noqa: BLE001 - re-raised unless it is that race
+                if attempt == 2 or not any(s in str(err) for s in ("already exists", "database is locked")):
+                    raise
+                time.sleep(1.0 + attempt)
+
+    def _open(self, uri: str, experiment: str, run_name: str, tags: dict[str, str], record: Path | None) -> None:
         import mlflow
 
         self._client = mlflow.MlflowClient(tracking_uri=uri)
@@ -162,9 +174,13 @@ class Tracker:
         return False
 
     def _update_tags(self, run: Any, tags: dict[str, str]) -> None:
+        """Refresh the tags of a found run; the commit it was created at stays (a later evaluation or
+        re-send does not make it another commit's run)."""
         from mlflow.entities import RunTag
 
-        changed = [RunTag(k, str(v)) for k, v in tags.items() if run.data.tags.get(k) != str(v)]
+        old = run.data.tags
+        changed = [RunTag(k, str(v)) for k, v in tags.items()
+                   if old.get(k) != str(v) and not (k in KEEP_TAGS and k in old)]
         if changed:
             self._client.log_batch(run.info.run_id, tags=changed)
 
@@ -231,7 +247,7 @@ class Tracker:
         values = {metric_key(EVAL_PREFIX, name, key): float(value)
                   for key, value in flatten(result.get("metrics") or {}, sep="/").items()
                   if isinstance(value, (int, float)) and not isinstance(value, bool)}
-        current = (self._safe(lambda: self._client.get_run(self.run_id).data.metrics) or {}) if self.enabled else {}
+        current = self._safe(lambda: self._client.get_run(self.run_id).data.metrics) or {}
         fresh = [Metric(k, v, stamp, 0) for k, v in values.items() if current.get(k) != v]
         for i in range(0, len(fresh), 900):
             self._safe(self._client.log_batch, self.run_id, metrics=fresh[i : i + 900])
