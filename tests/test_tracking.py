@@ -237,3 +237,20 @@ def test_metric_keys_are_legal_for_mlflow():
     assert metric_key("eval", "hs_retrieval", "t2i_R@5") == "eval/hs_retrieval/t2i_R_at_5"
     assert metric_key("eval", "b", "kendall τ") == "eval/b/kendall τ"  # \w covers unicode letters
     assert metric_key("eval", "b", "a:b(c)") == "eval/b/a_b_c_"
+
+
+def test_jobs_opening_a_fresh_store_at_once_all_track(tmp_path):
+    """The workflow starts several jobs together; each must get its run, none may lose tracking."""
+    import subprocess
+    import sys
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code = ("import sys; from argent.engine.tracking import Tracker; "
+            "t = Tracker(sys.argv[1], 'race', sys.argv[2], {'argent_run_id': sys.argv[2]}); "
+            "sys.exit(0 if t.enabled and t.run_id else 3)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-c", code, uri, f"job{i}"], env=env, stderr=subprocess.PIPE, text=True)
+             for i in range(3)]
+    errors = [p.communicate(timeout=600)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    assert len(runs_of(mlflow.MlflowClient(tracking_uri=uri), "race")) == 3

@@ -18,6 +18,8 @@ idempotent. See docs/mlflow.md for how to compare runs in ``mlflow ui``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -26,7 +28,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
@@ -80,6 +82,22 @@ def metric_key(*parts: str) -> str:
 # ---- the tracker ------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """Exclusive lock of a SQLite store (``<db>.lock`` beside it); nothing for other stores."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri.removeprefix("sqlite:///"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class Tracker:
     """One MLflow run per run folder (variant, size, seed). Never raises.
 
@@ -100,10 +118,12 @@ class Tracker:
 
     def _start(self, uri: str, experiment: str, run_name: str, tags: dict[str, str], record: Path | None) -> None:
         # Jobs that open a fresh SQLite store at the same moment race in MLflow's schema set-up
-        # ("table ... already exists", "database is locked"); a second try finds it made.
+        # ("table ... already exists", half-made tables): one job at a time opens a SQLite store
+        # (a lock file beside it), and a store that is busy anyway gets a second try.
         for attempt in range(3):
             try:
-                return self._open(uri, experiment, run_name, tags, record)
+                with _store_lock(uri):
+                    return self._open(uri, experiment, run_name, tags, record)
             except Exception as err:  # noqa: BLE001 - re-raised unless it is that race
                 if attempt == 2 or not any(s in str(err) for s in ("already exists", "database is locked")):
                     raise
