@@ -212,6 +212,7 @@ class TrackingConfig:
     enabled: bool = True
     uri: str = ""  # "" -> sqlite under the results folder
     experiment: str = "argent"
+    tags: dict[str, str] = field(default_factory=dict)  # extra MLflow tags (argent train adds family, group)
 
 
 @dataclass
@@ -416,6 +417,7 @@ def load_variants(path: str | Path) -> dict[str, dict[str, Any]]:
         if name in chain:
             raise ConfigError(f"{path}: cyclic 'extends' through {chain + (name,)}")
         entry = dict(raw[name] or {})
+        entry.pop("tags", None)  # MLflow metadata (argent.tracking.variant_tags), not a training field
         parent = entry.pop("extends", None)
         base = resolve(parent, chain + (name,)) if parent else {}
         resolved[name] = deep_merge(base, entry)
