@@ -123,6 +123,9 @@ class ModelConfig:
     learn_curv: bool = True
     logit_scale_init: float = 1.0 / 0.07
     logit_scale_max: float = 100.0
+    # Channels of a convolutional stem before the ViT's patch projection (3×3 conv, GELU, then the
+    # patch conv); 0 = the plain ViT patchify. A documented option for tiny models (docs/hiershapes.md).
+    conv_stem: int = 0
 
     def __post_init__(self) -> None:
         for key in ("image_size", "patch_size", "vision_width", "vision_layers", "vision_heads", "text_width",

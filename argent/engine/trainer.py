@@ -291,6 +291,7 @@ def _train(
             if cfg.optim.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
             optimizer.step()
+            model.clamp_scalars_()  # bounds live on the stored scalars (docs in argent/models/dual_encoder.py)
             scheduler.step()
             step += 1
             n_last += cfg.train.batch_size
