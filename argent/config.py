@@ -123,6 +123,9 @@ class ModelConfig:
     learn_curv: bool = True
     logit_scale_init: float = 1.0 / 0.07
     logit_scale_max: float = 100.0
+    # Channels of a convolutional stem before the ViT's patch projection (3×3 conv, GELU, then the
+    # patch conv); 0 = the plain ViT patchify. A documented option for tiny models (docs/hiershapes.md).
+    conv_stem: int = 0
 
     def __post_init__(self) -> None:
         for key in ("image_size", "patch_size", "vision_width", "vision_layers", "vision_heads", "text_width",
@@ -212,6 +215,7 @@ class TrackingConfig:
     enabled: bool = True
     uri: str = ""  # "" -> sqlite under the results folder
     experiment: str = "argent"
+    tags: dict[str, str] = field(default_factory=dict)  # extra MLflow tags (argent train adds family, group)
 
 
 @dataclass
@@ -416,6 +420,7 @@ def load_variants(path: str | Path) -> dict[str, dict[str, Any]]:
         if name in chain:
             raise ConfigError(f"{path}: cyclic 'extends' through {chain + (name,)}")
         entry = dict(raw[name] or {})
+        entry.pop("tags", None)  # MLflow metadata (argent.tracking.variant_tags), not a training field
         parent = entry.pop("extends", None)
         base = resolve(parent, chain + (name,)) if parent else {}
         resolved[name] = deep_merge(base, entry)

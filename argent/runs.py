@@ -42,6 +42,7 @@ CHECKPOINT = "checkpoint.pt"
 SUMMARY = "summary.json"
 CURVES = "curves.png"
 STAGING = ".staging"
+MLFLOW_RECORD = "mlflow_run.json"  # which MLflow run mirrors the folder (argent/tracking.py)
 
 
 class CheckpointError(ArgentError):
@@ -124,6 +125,12 @@ def default_tracking_uri(run_dir: str | Path) -> str:
 
 
 # ---- reading ---------------------------------------------------------------------------------
+
+
+def eval_dir_of(run_dir: str | Path) -> Path:
+    """Where the workflow writes a run's evaluation JSON: ``<results>/eval/<variant>-<size>/seed<k>``."""
+    run_dir = Path(run_dir).resolve()
+    return RunFolder(run_dir).results_root() / "eval" / run_dir.parent.name / run_dir.name
 
 
 def read_run_config(run_dir: str | Path) -> ExperimentConfig:

@@ -17,6 +17,7 @@ from PIL import Image
 
 from argent.data.formats.coco_karpathy import read_karpathy
 from argent.data.formats.grounded import read_grounded
+from argent.data.formats.hierarcaps import read_hierarcaps
 from argent.data.formats.imagefolder import read_image_folder
 from argent.data.formats.sugarcrepe import CATEGORIES, read_sugarcrepe
 from argent.data.hiershapes import cli, wordnet_subtree
@@ -24,7 +25,7 @@ from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.data.policy import BadDataPolicy
 
 SIZES, FILLS = ("small", "medium", "large"), ("solid", "striped", "outlined")
-SMALL = dict(train_scenes=40, val_scenes=12, test_scenes=30, per_class=2, shard_size=16)
+SMALL = dict(train_scenes=40, val_scenes=12, test_scenes=30, pep_val_scenes=10, per_class=2, shard_size=16)
 
 
 @pytest.fixture(scope="module")
@@ -210,10 +211,34 @@ def test_hierarcaps_round_trip(hs):
         assert levels[3].startswith(expected_phrase(anchor))
         assert len(set(levels)) == 4
     # The cleaning helper's reader reads it too (real HierarCaps layout).
-    hierarcaps = pytest.importorskip("argent.data.formats.hierarcaps")
-    read = hierarcaps.read_hierarcaps(out / "hierarcaps" / "hierarcaps_test.csv", out / "hierarcaps" / "images",
+    read = read_hierarcaps(out / "hierarcaps" / "hierarcaps_test.csv", out / "hierarcaps" / "images",
                                       BadDataPolicy("strict"))
     assert [s.levels for s in read] == [tuple(r["captions"].split(" => ")) for r in rows]
+
+
+def test_pep_val_split_has_the_test_layout_and_no_test_caption(hs):
+    out, manifest = hs
+    assert manifest["counts"]["pep_val"] == 10
+    val_csv, test_csv = out / "hierarcaps_val" / "hierarcaps_test.csv", out / "hierarcaps" / "hierarcaps_test.csv"
+    with open(val_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 10 and list(rows[0]) == ["id", "captions", "image_url"]
+    read = read_hierarcaps(val_csv, out / "hierarcaps_val" / "images", BadDataPolicy("strict"))
+    assert len(read) == 10 and all(len(s.levels) == 4 for s in read)
+    test_levels = {s.levels[3] for s in read_hierarcaps(test_csv, out / "hierarcaps" / "images", BadDataPolicy("strict"))}
+    assert not test_levels & {s.levels[3] for s in read}
+
+
+def test_count_weights_set_the_object_count_mix(tmp_path):
+    from argent.data.hiershapes.scene import sample_scene, scene_rng
+    from argent.data.hiershapes.generate import _context
+
+    params = HiershapesParams(min_objects=1, max_objects=2, count_weights=[3, 1])
+    ctx = _context(params)
+    counts = Counter(len(sample_scene(scene_rng(0, "train", i), ctx.vocab, ctx.palette, ctx.scene).objects) for i in range(400))
+    assert 0.65 < counts[1] / 400 < 0.85
+    with pytest.raises(ValueError, match="count_weights"):
+        HiershapesParams(min_objects=1, max_objects=2, count_weights=[1]).check()
 
 
 MENTION = re.compile(r"^an? (?:(small|medium|large) )?(?:(solid|striped|outlined) )?(\S+) (\S+)$")

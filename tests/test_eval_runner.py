@@ -13,7 +13,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import yaml
@@ -22,7 +21,6 @@ from PIL import Image
 from argent import geometry
 from argent.config import ConfigError, ModelConfig
 from argent.evaluation.benchmarks import load_benchmark, parse_benchmark
-from argent.evaluation.cli import main as evaluate_main
 from argent.evaluation.cli import write_json
 from argent.evaluation.runner import evaluate
 from argent.models.tokenizer import tokenize

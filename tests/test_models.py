@@ -73,6 +73,37 @@ def test_scalar_clamps():
     assert model.alphas()[0].item() == pytest.approx(1.0)
 
 
+def _push_past_bounds(model):
+    with torch.no_grad():
+        model.log_curv.fill_(10.0)  # bound: log(10 · c_init) ≈ 2.30
+        model.log_logit_scale.fill_(10.0)  # bound: log 100 ≈ 4.61
+        model.visual_alpha.fill_(3.0)  # bound: 0
+        model.textual_alpha.fill_(3.0)
+
+
+def _inward_steps(model, steps, clamp):
+    """Minimise c + s + α_img + α_txt (read through the getters), which pulls every scalar inward."""
+    opt = torch.optim.SGD([model.log_curv, model.log_logit_scale, model.visual_alpha, model.textual_alpha], lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        a_img, a_txt = model.alphas()
+        (model.curv() + model.logit_scale() / 100 + a_img + a_txt).backward()
+        opt.step()
+        if clamp:
+            model.clamp_scalars_()
+
+
+def test_stored_scalars_come_back_from_past_their_bounds():
+    torch.manual_seed(0)
+    model = build_model(model_from("tiny"), "lorentz")
+    bounds = {"log_curv": math.log(10.0), "log_logit_scale": math.log(100.0), "visual_alpha": 0.0, "textual_alpha": 0.0}
+    # Clamped in place after each step (as the trainer does), each one returns inside its bound.
+    _push_past_bounds(model)
+    _inward_steps(model, 5, clamp=True)
+    for name, bound in bounds.items():
+        assert getattr(model, name).item() < bound, name
+
+
 def test_weight_decay_groups_follow_the_recipe():
     model = build_model(model_from("tiny"), "lorentz")
     groups = {g["name"]: g for g in param_groups(model, OptimConfig(norm_bias_decay=0.0))}

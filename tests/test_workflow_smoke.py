@@ -4,6 +4,7 @@ One run of every rule (data, cleaning, negatives, training, evaluation, tuning, 
 few minutes. Outputs go to results/smoke and data/smoke (git-ignored), wiped first.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
+from argent.tracking import metric_key
+from argent.io import flatten
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -59,6 +63,45 @@ def test_dag_produces_tables_with_every_cell_filled(smoke_run):
     assert (RESULTS / "figures" / "training_curves.png").stat().st_size > 0
     assert (RESULTS / "figures" / "probe_exposure.png").stat().st_size > 0
     assert (RESULTS / "tune" / "argent_weights" / "best.yaml").is_file()
+
+
+def test_mlflow_ui_compares_what_the_paper_compares(smoke_run, monkeypatch):
+    """Evaluation metrics on every training run, filterable by family; one tables run with the tables."""
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{RESULTS / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["argent-smoke"], filter_string="tags.family = 'argent'",
+                              order_by=["metrics.`eval/hs_zeroshot/top1` DESC"])
+    assert sorted(runs["tags.variant"]) == ["argent", "argent-tuned", "argent_negs_cement"]
+    top1 = runs["metrics.eval/hs_zeroshot/top1"].tolist()
+    assert top1 == sorted(top1, reverse=True)
+    for row in runs.to_dict("records"):
+        results = sorted((RESULTS / "eval" / f"{row['tags.variant']}-tiny" / "seed0").glob("*.json"))
+        assert results
+        for path in results:
+            data = json.loads(path.read_text())
+            numbers = {k: v for k, v in flatten(data["metrics"], sep="/").items()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            assert numbers, path
+            for key, value in numbers.items():
+                assert row[f"metrics.{metric_key('eval', path.stem, key)}"] == value, (path, key)
+            assert row[f"tags.eval/{path.stem}/entry_hash"] == data["entry_hash"]
+            assert row["tags.config_hash"] == data["config_hash"]
+        assert row["tags.group"] in ("main", "negatives") and row["tags.size"] == "tiny" and row["tags.seed"] == "0"
+        analysis = {a.path for a in mlflow.MlflowClient().list_artifacts(row["run_id"], "eval/hs_analysis")}
+        assert {"eval/hs_analysis/hs_analysis_norms.png", "eval/hs_analysis/hs_analysis_projection.png"} <= analysis
+
+    every = mlflow.search_runs(experiment_names=["argent-smoke"])
+    training = every[every["tags.kind"] != "tables"]
+    assert set(training["tags.family"]) == {"clip", "meru", "hycoclip", "argent"}
+    assert training["metrics.eval/hs_zeroshot/top1"].notna().all()
+    tables = every[every["tags.kind"] == "tables"]
+    assert len(tables) == 1 and tables["tags.git_commit"].iloc[0] and tables["tags.config_hash"].iloc[0]
+    client = mlflow.MlflowClient()
+    stored = {a.path for d in ("tables", "figures") for a in client.list_artifacts(tables["run_id"].iloc[0], d)}
+    made = {f"tables/{p.name}" for p in (RESULTS / "tables").iterdir() if not p.name.startswith(".")}
+    assert made >= {"tables/main.md", "tables/ablations.md", "tables/probe.md"} and made <= stored
+    assert "figures/training_curves.png" in stored
 
 
 def test_every_run_folder_is_complete(smoke_run):

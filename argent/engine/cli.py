@@ -11,6 +11,7 @@ import yaml
 
 from argent.config import ConfigError, check_name, load_experiment
 from argent.engine.trainer import configure_logging, train
+from argent.tracking import catalogue_tags
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_experiment(args.config, args.variant, args.size, args.seed, args.overrides, extra)
     if args.name:
         cfg.variant_name = check_name(args.name, "--name")
+    # MLflow tags from the catalogue (family, Table 3 group); tracking is outside the config hash.
+    cfg.tracking.tags = {**catalogue_tags(args.config, args.variant), **cfg.tracking.tags}
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     summary = train(cfg, args.out, resume=args.resume)

@@ -27,7 +27,7 @@ from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
-from argent.engine.tracking import Tracker, run_tags
+from argent.tracking import RUN_RECORD, Tracker, run_tags
 from argent.io import ArgentError, atomic_output, atomic_write_text
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
@@ -232,7 +232,7 @@ def _train(
     tracker = Tracker(cfg.tracking.uri or default_tracking_uri(run.root),
                       cfg.tracking.experiment, f"{cfg.variant_name}-{cfg.size}-seed{cfg.seed}",
                       run_tags(cfg_dict, run.root, config_hash),
-                      enabled=cfg.tracking.enabled and is_main)
+                      enabled=cfg.tracking.enabled and is_main, record=run.root / RUN_RECORD)
     if is_main:
         tracker.log_params(cfg_dict)
     synced = len(read_metrics(files.metrics)) if is_main else 0
@@ -291,6 +291,7 @@ def _train(
             if cfg.optim.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
             optimizer.step()
+            model.clamp_scalars_()  # bounds live on the stored scalars (docs in argent/models/dual_encoder.py)
             scheduler.step()
             step += 1
             n_last += cfg.train.batch_size

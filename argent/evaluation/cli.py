@@ -24,6 +24,7 @@ from typing import Any
 
 from argent.cli import explain
 from argent.config import ConfigError
+from argent.tracking import log_evaluation
 from argent.io import atomic_write_json
 
 __all__ = ["main", "write_json"]
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
-    failed = []
+    failed, written = [], []
     with reuse_image_embeddings():  # one checkpoint: each image set is embedded once, reused by every protocol
         for name, entry in entries.items():
             out_path = args.out or args.out_dir / f"{name}.json"
@@ -89,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
             head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run),
                     "config_hash": cfg.result_hash(), "variant": cfg.variant_name, "size": cfg.size, "seed": cfg.seed}
             write_json(out_path, {**head, **result})
+            written.append(out_path)
             scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
             print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
+    log_evaluation(args.run, written)  # onto the training run's MLflow run; best effort, never raises
     if failed:
         print(f"argent evaluate: failed: {failed}", file=sys.stderr)
         return 2

@@ -1,8 +1,12 @@
 """The dual encoder: two towers, bias-free projections, and the lift into the embedding space.
 
 Lorentz: v = α·W f, x̃ = exp₀(v) (space components), α learnable (stored as log α, init 1/√D,
-clamped ≤ 1), curvature c learnable in log space (clamped to [c_init/10, 10·c_init]).
+kept ≤ 1), curvature c learnable in log space (kept in [c_init/10, 10·c_init]).
 Euclidean (CLIP): x = W f / ‖W f‖. Both: a learnable logit scale s = exp(t), capped.
+The bounds are enforced on the stored parameters: the trainer calls ``clamp_scalars_()`` after
+every optimiser step (MERU's way). A clamp on read alone would zero the gradient past a bound and
+let the stored value drift there for good. The getters clamp the value as well, only as a guard,
+with the gradient passed straight through (``_guard``).
 The lift and everything after it run in float32, even under autocast.
 """
 
@@ -17,6 +21,16 @@ from torch import Tensor, nn
 from argent import geometry
 from argent.config import ModelConfig
 from argent.models.encoders import ImageEncoder, TextEncoder, init_projection
+
+
+def _f32(x: float) -> float:
+    return float(torch.tensor(x, dtype=torch.float32))
+
+
+def _guard(x: Tensor, lo: float | None, hi: float | None) -> Tensor:
+    """The value clamped to [lo, hi], the gradient passed straight through: a plain clamp has zero
+    gradient at and past its bound, so a scalar clamped in place onto its bound could never leave it."""
+    return x + (x.clamp(lo, hi) - x).detach()
 
 
 class DualEncoder(nn.Module):
@@ -39,25 +53,35 @@ class DualEncoder(nn.Module):
         self.visual_alpha = nn.Parameter(torch.tensor(alpha0))
         self.textual_alpha = nn.Parameter(torch.tensor(alpha0))
         self.log_curv = nn.Parameter(torch.tensor(math.log(cfg.curv_init)), requires_grad=cfg.learn_curv)
-        self._curv_bounds = (math.log(cfg.curv_init / 10), math.log(cfg.curv_init * 10))
-        self._max_logit = math.log(cfg.logit_scale_max)
+        # Bounds rounded to float32: a stored value clamped in place to a bound must not read as
+        # past it (float32(log 10) > log 10 in double), or the read clamp would zero its gradient.
+        self._curv_bounds = (_f32(math.log(cfg.curv_init / 10)), _f32(math.log(cfg.curv_init * 10)))
+        self._max_logit = _f32(math.log(cfg.logit_scale_max))
         if geometry_name == "euclidean":
             # Unused by CLIP; frozen so DDP does not wait for their gradients.
             for p in (self.log_curv, self.visual_alpha, self.textual_alpha):
                 p.requires_grad_(False)
 
-    # ---- learnable scalars (clamped on read, so no optimiser step can escape the bounds) ----
+    # ---- learnable scalars ----
+    @torch.no_grad()
+    def clamp_scalars_(self) -> None:
+        """Project the stored scalars back into their bounds, in place; call after every optimiser step."""
+        self.log_curv.clamp_(*self._curv_bounds)
+        self.log_logit_scale.clamp_(max=self._max_logit)
+        self.visual_alpha.clamp_(max=0)
+        self.textual_alpha.clamp_(max=0)
+
     def curv(self) -> Tensor:
-        """c as a 0-d float32 tensor, clamped to [c_init/10, 10·c_init]."""
-        return self.log_curv.float().clamp(*self._curv_bounds).exp()
+        """c as a 0-d float32 tensor in [c_init/10, 10·c_init] (read clamp: a guard only)."""
+        return _guard(self.log_curv.float(), *self._curv_bounds).exp()
 
     def logit_scale(self) -> Tensor:
         """Logit scale s = exp(t), t ≤ log(logit_scale_max) (no lower clamp, as in MERU)."""
-        return self.log_logit_scale.float().clamp(max=self._max_logit).exp()
+        return _guard(self.log_logit_scale.float(), None, self._max_logit).exp()
 
     def alphas(self) -> tuple[Tensor, Tensor]:
         """α_img, α_txt; log α ≤ 0, so the lift can only shrink tangent norms."""
-        return self.visual_alpha.float().clamp(max=0).exp(), self.textual_alpha.float().clamp(max=0).exp()
+        return _guard(self.visual_alpha.float(), None, 0.0).exp(), _guard(self.textual_alpha.float(), None, 0.0).exp()
 
     # ---- encoding ----
     def _lift(self, v: Tensor, log_alpha: Tensor) -> Tensor:
@@ -65,7 +89,7 @@ class DualEncoder(nn.Module):
         if self.geometry == "euclidean":
             return F.normalize(v, dim=-1)
         with torch.autocast(device_type=v.device.type, enabled=False):
-            return geometry.exp_map0(v * log_alpha.float().clamp(max=0).exp(), self.curv())
+            return geometry.exp_map0(v * _guard(log_alpha.float(), None, 0.0).exp(), self.curv())
 
     def lift_image(self, v: Tensor) -> Tensor:
         return self._lift(v, self.visual_alpha)

@@ -87,6 +87,8 @@ class ImageEncoder(nn.Module):
         self.vit.heads = nn.Identity()
         for block in self.vit.encoder.layers:
             block.self_attention = _with_sdpa(block.self_attention)
+        if cfg.conv_stem > 0:
+            self.vit.conv_proj = conv_stem(cfg.conv_stem, cfg.vision_width, cfg.patch_size)
         grid = cfg.image_size // cfg.patch_size
         pos = torch.cat([torch.zeros(1, cfg.vision_width), sincos_2d(grid, cfg.vision_width)])
         # Fixed, not learned (MERU): keep it a buffer-like parameter torchvision's forward reads.
@@ -97,6 +99,16 @@ class ImageEncoder(nn.Module):
 
     def forward(self, images: Tensor) -> Tensor:
         return self.vit((images - self.mean) / self.std)
+
+
+def conv_stem(channels: int, width: int, patch_size: int) -> nn.Sequential:
+    """A 3×3 convolution (stride 1) and GELU before the patch projection: local edges and corners
+    first, then the usual patch grid; output (B, width, S/p, S/p) as the ViT's ``conv_proj``."""
+    return nn.Sequential(
+        nn.Conv2d(3, channels, kernel_size=3, padding=1),
+        nn.GELU(),
+        nn.Conv2d(channels, width, kernel_size=patch_size, stride=patch_size),
+    )
 
 
 class TextEncoder(nn.Module):

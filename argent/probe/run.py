@@ -28,7 +28,7 @@ from argent.probe.conditions import ProbeEmbeddings, run_probe
 from argent.probe.config import ProbeOptions, ProbeSection
 from argent.probe.metrics import CI_METHOD
 from argent.probe.projector import SCORING, model_text_space
-from argent.probe.protocol import PROTOCOL, SCHEMA_VERSION, hierarchy_from_taxonomy, question_text
+from argent.probe.protocol import PROTOCOL, SCHEMA_VERSION, Hierarchy, hierarchy_from_taxonomy, question_text
 
 
 def read_concept_names(path: str | Path) -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import polars as pl
 
 from argent.io import atomic_output, atomic_write_text
+from argent.tracking import log_tables_run
 from argent.tables.claims import ClaimsSpec, claims_markdown, claims_rows, load_claims, parse_roles
 from argent.tables.cost import write_cost_tables
 from argent.tables.collect import collect, collect_diagnostics, configured_seeds, configured_variants
@@ -108,4 +109,6 @@ def run(opts: TablesOptions) -> list[Path]:
 
     for writer in EXTRA_WRITERS:
         writer(opts)
+    # One MLflow run holds this invocation's tables and figures (best effort, never raises).
+    log_tables_run(opts.tables_dir, figures, cfg, results, sorted(curves.parent.glob("*.png")))
     return opts.written

@@ -1,6 +1,6 @@
 """MLflow mirror of a study: one parent run for the study, one nested run per trial.
 
-Best effort through ``argent.engine.tracking.Tracker`` (every call guarded; a tracking failure
+Best effort through ``argent.tracking.Tracker`` (every call guarded; a tracking failure
 never stops the study). The trial's training logs into the trial's nested run: both carry the
 trial's run folder as ``argent_run_id``.
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from argent.engine.tracking import Tracker
+from argent.tracking import Tracker
 from argent.tuning.storage import StudySpec
 
 __all__ = ["RunTracker", "StudyTracking"]

@@ -9,6 +9,8 @@ rule preflight:
         config=EFFECTIVE_CONFIG,
         root=str(ROOT),
         hash=stable_hash(config),
+    benchmark:
+        R("benchmarks", "preflight", "preflight.tsv"),
     log:
         R("logs", "preflight.log"),
     threads: 1

@@ -9,6 +9,8 @@ Layout under ``out`` (see the contract):
   ``retrieval/images/*.jpg`` + ``retrieval/dataset_hiershapes.json`` (Karpathy layout, split "test"),
   ``hierarcaps/hierarcaps_test.csv`` + ``hierarcaps/images/COCO_val2014_<12-digit id>.jpg``,
   ``sugarcrepe/<category>.json`` + ``sugarcrepe/images/<12-digit id>.jpg``;
+- ``hierarcaps_val/`` (when ``pep_val_scenes`` > 0): the ``hierarcaps/`` layout for a PEP
+  validation split, from its own scene stream, no caption shared with the test pool;
 - ``scenes/{classification,test}.jsonl``: the scene graphs of the non-shard splits;
 - ``manifest.json``: parameters, counts, the taxonomy file's sha256 and a content hash (sha256 over
   every other file's path and bytes).
@@ -68,11 +70,13 @@ class HiershapesParams:
     train_scenes: int = 20_000
     val_scenes: int = 1_000
     test_scenes: int = 1_000
+    pep_val_scenes: int = 0  # hierarcaps_val/: a PEP validation split, scenes disjoint from the test pool
     per_class: int = 20
     shard_size: int = 500
     image_size: int = 64
     min_objects: int = 1
     max_objects: int = 3
+    count_weights: list[float] = field(default_factory=list)  # per object count; [] = uniform
     classes: list[str] = field(default_factory=lambda: list(DEFAULT_CLASSES))
     colours: list[str] = field(default_factory=lambda: list(DEFAULT_COLOURS))
     palette: dict[str, list[int]] = field(default_factory=dict)  # RGB overrides by colour synset
@@ -95,13 +99,14 @@ class HiershapesParams:
     def scene_params(self) -> SceneParams:
         return SceneParams(
             image_size=self.image_size, min_objects=self.min_objects, max_objects=self.max_objects,
+            count_weights=tuple(float(w) for w in self.count_weights),
             sizes={k: (float(v[0]), float(v[1])) for k, v in self.sizes.items()}, fills=tuple(self.fills),
             relations=tuple(self.relations), level2_depth=self.level2_depth, colour_jitter=self.colour_jitter,
             min_box_area=self.min_box_area,
         )
 
     def check(self) -> None:
-        for name in ("train_scenes", "val_scenes", "test_scenes", "per_class"):
+        for name in ("train_scenes", "val_scenes", "test_scenes", "pep_val_scenes", "per_class"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be >= 0")
         if self.shard_size < 1 or self.image_size < 16 or self.supersample < 1:
@@ -199,23 +204,44 @@ def _classification(params: HiershapesParams, root: str, split: str = "classific
     return {"split": split, "samples": index, "classes": len(classes)}
 
 
-def _test_pool(params: HiershapesParams) -> list[tuple[int, Scene, list[str]]]:
-    """(COCO-style id, scene, retrieval captions) with every retrieval caption unique in the pool."""
+def _test_pool(params: HiershapesParams, split: str = "test", count: int | None = None,
+               exclude: set[str] | None = None) -> list[tuple[int, Scene, list[str]]]:
+    """(COCO-style id, scene, retrieval captions) with every retrieval caption unique in the pool
+    and absent from ``exclude``."""
     ctx = _context(params)
-    seen: set[str] = set()
+    seen: set[str] = set(exclude or ())
     pool = []
-    for index in range(params.test_scenes):
+    count = params.test_scenes if count is None else count
+    for index in range(count):
         for attempt in range(1000):
-            scene = sample_scene(scene_rng(params.seed, "test", index, attempt), ctx.vocab, ctx.palette, ctx.scene)
+            scene = sample_scene(scene_rng(params.seed, split, index, attempt), ctx.vocab, ctx.palette, ctx.scene)
             captions = [anchored(scene, k, ctx.scene.relations)[0] for k in range(len(scene.objects))]
             if not seen.intersection(captions) and len(set(captions)) == len(captions):
                 break
         else:
-            raise ValueError(f"test_scenes: cannot find {params.test_scenes} scenes with distinct captions; "
+            raise ValueError(f"{split}: cannot find {count} scenes with distinct captions; "
                              "lower test_scenes or enlarge the vocabulary")
         seen.update(captions)
         pool.append((index + 1, scene, captions))
     return pool
+
+
+def _pep_val_split(params: HiershapesParams, root: str) -> dict[str, Any]:
+    """``hierarcaps_val/``: the HierarCaps layout of ``hierarcaps/`` from its own scene stream, no
+    caption shared with the test pool, for tuning on PEP without touching the test split."""
+    ctx = _context(params)
+    test_captions = {c for _, _, captions in _test_pool(params) for c in captions}
+    rows = []
+    for row, (image_id, scene, _) in enumerate(_test_pool(params, "pep_val", params.pep_val_scenes, test_captions)):
+        name = f"COCO_val2014_{image_id:012d}.jpg"
+        _write_bytes(Path(root) / "hierarcaps_val" / "images" / name, _jpeg(ctx, scene))
+        rows.append([str(row), " => ".join(scene.levels), f"hiershapes/val2014/{name}"])
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["id", "captions", "image_url"])
+    writer.writerows(rows)
+    _write_bytes(Path(root) / "hierarcaps_val" / "hierarcaps_test.csv", buf.getvalue().encode("utf-8"))
+    return {"split": "pep_val", "samples": len(rows)}
 
 
 def _test_splits(params: HiershapesParams, root: str) -> dict[str, Any]:
@@ -284,6 +310,8 @@ def _tasks(params: HiershapesParams, root: str) -> list[tuple[Any, tuple[Any, ..
     head = []
     if params.test_scenes:
         head.append((_test_splits, (params, root)))
+    if params.pep_val_scenes:
+        head.append((_pep_val_split, (params, root)))
     if params.per_class:
         head.append((_classification, (params, root)))
         head.append((_classification, (params, root, "classification_val")))
@@ -317,7 +345,7 @@ def generate(params: HiershapesParams, out: str | Path, *, jobs: int = 1, overwr
     try:
         results = _run(_tasks(params, str(tmp)), jobs)
         counts: dict[str, Any] = {"train": 0, "val": 0, "train_shards": 0, "val_shards": 0, "classification": 0,
-                                  "classification_val": 0, "classes": len(ctx.vocab.classes), "test": 0, "objects_per_scene": {}}
+                                  "classification_val": 0, "pep_val": 0, "classes": len(ctx.vocab.classes), "test": 0, "objects_per_scene": {}}
         objects: Counter[int] = Counter()
         for r in results:
             counts[r["split"]] += r["samples"]

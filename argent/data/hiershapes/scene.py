@@ -28,7 +28,7 @@ from argent.data.hiershapes.shapes import aspect_of
 from argent.data.hiershapes.vocab import Vocabulary
 
 OPPOSITE = {"left of": "right of", "right of": "left of", "above": "below", "below": "above"}
-SPLIT_IDS = {"train": 1, "val": 2, "test": 3, "classification": 4, "classification_val": 5}
+SPLIT_IDS = {"train": 1, "val": 2, "test": 3, "classification": 4, "classification_val": 5, "pep_val": 6}
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class SceneParams:
     image_size: int = 64
     min_objects: int = 1
     max_objects: int = 3
+    # Relative frequency of each object count min_objects..max_objects; () = uniform. More
+    # one-object scenes make the caption name exactly what the image shows (docs/hiershapes.md).
+    count_weights: tuple[float, ...] = ()
     sizes: dict[str, tuple[float, float]] = field(default_factory=lambda: {
         "small": (0.22, 0.28), "medium": (0.32, 0.38), "large": (0.42, 0.48)})
     fills: tuple[str, ...] = ("solid", "striped", "outlined")
@@ -59,6 +62,11 @@ class SceneParams:
                 raise ValueError(f"sizes.{name}: ({lo}, {hi}) must lie in (0, 0.5] (fraction of the canvas side)")
         if not self.fills:
             raise ValueError("fills: at least one fill style")
+        if self.count_weights:
+            n = self.max_objects - self.min_objects + 1
+            if len(self.count_weights) != n or any(w < 0 for w in self.count_weights) or sum(self.count_weights) <= 0:
+                raise ValueError(f"count_weights: {list(self.count_weights)} must be {n} non-negative weights "
+                                 f"(object counts {self.min_objects}..{self.max_objects}) with a positive sum")
 
 
 @dataclass(frozen=True)
@@ -229,7 +237,13 @@ def sample_scene(
 ) -> Scene:
     """A random scene; ``n_objects``/``first_class`` fix the count / the anchor's class."""
     classes, colours = vocab.classes, vocab.colours
-    n = n_objects if n_objects is not None else int(rng.integers(params.min_objects, params.max_objects + 1))
+    if n_objects is not None:
+        n = n_objects
+    elif params.count_weights:
+        w = np.asarray(params.count_weights, dtype=float)
+        n = params.min_objects + int(rng.choice(len(w), p=w / w.sum()))
+    else:
+        n = int(rng.integers(params.min_objects, params.max_objects + 1))
     if n > len(classes) * len(colours):
         raise ValueError(f"{n} objects need {n} distinct (class, colour) pairs; the vocabulary has fewer")
     size_names = list(params.sizes)
