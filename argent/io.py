@@ -7,6 +7,7 @@ content goes to a temporary file in the same folder, which is then renamed over 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
@@ -90,3 +91,17 @@ def flatten(d: dict[str, Any], sep: str = ".", prefix: str = "") -> dict[str, An
         else:
             out[name] = value
     return out
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if absent) for the block: serialises
+    processes that share a folder (a SQLite store's set-up, a study's find-or-create)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -33,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator
 import yaml
 
 from argent.config import ConfigError, load_yaml
-from argent.io import ArgentError, atomic_write_json, flatten
+from argent.io import ArgentError, atomic_write_json, exclusive_lock, flatten
 from argent.runs import (MLFLOW_RECORD as RUN_RECORD, default_tracking_uri, eval_dir_of, read_metrics,
                          read_run_config, results_tracking_uri)
 
@@ -72,13 +71,8 @@ def _store_lock(uri: str) -> Iterator[None]:
         yield
         return
     db = Path(uri.removeprefix("sqlite:///"))
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive_lock(db.with_name(db.name + ".lock")):
+        yield
 
 
 class Tracker:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import math
@@ -17,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from argent.io import exclusive_lock
 from argent.tracking import Tracker
 from argent.tuning.storage import StudySpec
 
@@ -36,13 +36,8 @@ class RunTracker(Tracker):
 def _folder_lock(out_dir: Path) -> Iterator[None]:
     """MLflow has no create-if-absent for runs: workers that start together would each make a
     parent run. A lock in the (shared) study folder serialises the find-or-create."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / ".mlflow-parent.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive_lock(out_dir / ".mlflow-parent.lock"):
+        yield
 
 
 class StudyTracking:
