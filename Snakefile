@@ -26,5 +26,6 @@ include: "workflow/rules/tables.smk"
 
 rule all:
     input:
+        preflight=PREFLIGHT,
         tables=rules.tables.output,
     default_target: True

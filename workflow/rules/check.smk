@@ -1,5 +1,8 @@
-# Preflight: the DAG's first job. Validates the config, the data paths, a few records of each data
-# set, the device and the free disk before any data generation or training starts.
+# Preflight: validates the config, the data paths, a few records of each data set, the device and
+# the free disk. Only `all` depends on it: a job whose direct input is re-made by a job that runs
+# (even an ancient() input) is not checked for changed params by Snakemake 9, so making every rule
+# depend on preflight hid every edited variant from the re-run. Missing required data still stops
+# the DAG at build time (common.smk); run `argent check --config FILE` by hand before a long run.
 
 
 rule preflight:

@@ -2,12 +2,6 @@
 # Table 1 false-negative analysis, per HierarCaps-format data set (the real one, the embedded one).
 
 
-def clean_hash(dataset):
-    """The clean: options that shape one data set's outputs (every key but the other data sets)."""
-    options = {k: v for k, v in config["clean"].items() if k != "datasets"}
-    return stable_hash({**options, "dataset": config["clean"]["datasets"][dataset]})
-
-
 rule clean_hierarcaps:
     input:
         # The embedded split is made by synth_hiershapes (its manifest marks it complete).

@@ -251,3 +251,33 @@ def table_extras():
         if clean_source(dataset).startswith(HIERSHAPES) or Path(clean_source(dataset)).exists():
             extras.append(R("data", dataset, "table1.md"))
     return extras
+
+
+# ---- clean and tune helpers ------------------------------------------------------------------
+
+
+def clean_hash(dataset):
+    """The clean: options that shape one data set's outputs (every key but the other data sets)."""
+    options = {k: v for k, v in config["clean"].items() if k != "datasets"}
+    return stable_hash({**options, "dataset": config["clean"]["datasets"][dataset]})
+
+
+def tune_objective_entries():
+    """The benchmarks entries the study's objective reads (validation splits)."""
+    names = [term.get("benchmark", "") for term in config["tune"].get("objective") or []]
+    return {name: config["benchmarks"].get(name) or {} for name in names}
+
+
+def tune_inputs(wildcards):
+    """What a worker reads that this DAG makes: training data, and the validation benchmarks'
+    generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
+    inputs = set(training_data_inputs_plain())
+    if uses_negatives(config["tune"]["base_variant"]):
+        inputs.add(config["data"]["negatives"])
+    for entry in tune_objective_entries().values():
+        if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
+            inputs.add(HIERSHAPES_MANIFEST)
+        for key in ("clean_csv", "negative_pool"):
+            if entry.get(key, "").startswith(str(RESULTS)):
+                inputs.add(entry[key])
+    return sorted(inputs)

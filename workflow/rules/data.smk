@@ -2,8 +2,6 @@
 
 
 rule synth_hiershapes:
-    input:
-        preflight=ancient(PREFLIGHT),
     output:
         manifest=HIERSHAPES_MANIFEST,
     params:

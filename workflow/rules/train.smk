@@ -12,7 +12,6 @@ wildcard_constraints:
 
 rule train:
     input:
-        preflight=ancient(PREFLIGHT),
         data=training_data_inputs,
         best=lambda w: [R("tune", config["tune"]["study"], "best.yaml")] if w.variant == TUNED_VARIANT else [],
     output:

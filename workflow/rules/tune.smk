@@ -3,27 +3,6 @@
 # Trials are scored on the validation benchmarks of tune.objective only (docs/tuning.md).
 
 
-def tune_objective_entries():
-    """The benchmarks entries the study's objective reads (validation splits)."""
-    names = [term.get("benchmark", "") for term in config["tune"].get("objective") or []]
-    return {name: config["benchmarks"].get(name) or {} for name in names}
-
-
-def tune_inputs(wildcards):
-    """What a worker reads that this DAG makes: training data, and the validation benchmarks'
-    generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
-    inputs = set(training_data_inputs_plain())
-    if uses_negatives(config["tune"]["base_variant"]):
-        inputs.add(config["data"]["negatives"])
-    for entry in tune_objective_entries().values():
-        if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
-            inputs.add(HIERSHAPES_MANIFEST)
-        for key in ("clean_csv", "negative_pool"):
-            if entry.get(key, "").startswith(str(RESULTS)):
-                inputs.add(entry[key])
-    return sorted(inputs)
-
-
 rule tune_worker:
     input:
         tune_inputs,
