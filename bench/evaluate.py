@@ -121,7 +121,7 @@ def bench_reuse(n_images: int, protocols: int, threads: int) -> dict:
     from argent.config import model_from
     from argent.data.images import eval_transform
     from argent.data.policy import BadDataPolicy
-    from argent.evaluation.runner import encode_images, reuse_image_embeddings
+    from argent.evaluation.encoding import encode_images, reuse_image_embeddings
     from argent.models import build_model
 
     torch.set_num_threads(threads)

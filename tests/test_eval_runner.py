@@ -21,8 +21,8 @@ from PIL import Image
 from argent import geometry
 from argent.config import ConfigError, ModelConfig
 from argent.evaluation.benchmarks import load_benchmark, parse_benchmark
-from argent.evaluation.cli import write_json
 from argent.evaluation.runner import evaluate
+from argent.io import atomic_write_json
 from argent.models.tokenizer import tokenize
 
 COLOURS = {"red": (220, 20, 20), "green": (20, 200, 20), "blue": (20, 20, 220)}
@@ -112,11 +112,11 @@ def test_load_benchmark_from_config(tmp_path: Path) -> None:
         load_benchmark(cfg, "nope")
 
 
-def test_write_json_is_atomic_and_strict(tmp_path: Path) -> None:
+def test_result_json_is_written_atomically_and_strictly(tmp_path: Path) -> None:
     out = tmp_path / "a" / "r.json"
-    write_json(out, {"x": 1})
+    atomic_write_json(out, {"x": 1})
     with pytest.raises(ValueError):
-        write_json(out, {"x": float("nan")})  # JSON has no NaN: refuse, keep the old file
+        atomic_write_json(out, {"x": float("nan")})  # JSON has no NaN: refuse, keep the old file
     assert json.loads(out.read_text()) == {"x": 1}
     assert [p.name for p in out.parent.iterdir()] == ["r.json"]
 

@@ -6,7 +6,7 @@ from PIL import Image
 from argent.config import ModelConfig
 from argent.data.images import eval_transform, squeeze_transform
 from argent.data.policy import BadDataPolicy
-from argent.evaluation.runner import encode_images, reuse_image_embeddings
+from argent.evaluation.encoding import encode_images, reuse_image_embeddings
 from argent.models import build_model
 
 SMALL = ModelConfig(image_size=16, patch_size=8, vision_width=32, vision_layers=1, vision_heads=2, text_width=32,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from argent.config import ConfigError, check_name, from_dict, load_yaml
+from argent.evaluation.zeroshot import resolve_templates
 
 __all__ = [
     "PROTOCOLS",
@@ -66,8 +67,6 @@ class ZeroShotEntry(CommonOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from argent.evaluation.zeroshot import resolve_templates
-
         try:
             resolve_templates(self.templates)
         except ValueError as err:

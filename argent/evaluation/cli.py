@@ -20,19 +20,21 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+
+import torch
 
 from argent.cli import explain
 from argent.config import ConfigError
-from argent.tracking import log_evaluation
+from argent.data.policy import BadDataError
+from argent.data.taxonomy import TaxonomyError
+from argent.evaluation.benchmarks import load_benchmark
+from argent.evaluation.encoding import reuse_image_embeddings
+from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json
+from argent.runs import load_model
+from argent.tracking import log_evaluation
 
-__all__ = ["main", "write_json"]
-
-
-def write_json(path: str | Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as indented JSON atomically: a reader sees the old file or the new one."""
-    atomic_write_json(path, data)
+__all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,13 +56,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    import torch
-
-    from argent.data.policy import BadDataError
-    from argent.data.taxonomy import TaxonomyError
-    from argent.evaluation.benchmarks import load_benchmark
-    from argent.evaluation.runner import evaluate, reuse_image_embeddings
-
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.out and len(args.benchmark) > 1:
@@ -68,8 +63,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         entries = {name: load_benchmark(args.config, name, args.base_dir) for name in args.benchmark}
-        from argent.runs import load_model
-
         model, cfg = load_model(args.run, device=args.device)
     except (ConfigError, FileNotFoundError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
@@ -89,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run),
                     "config_hash": cfg.result_hash(), "variant": cfg.variant_name, "size": cfg.size, "seed": cfg.seed}
-            write_json(out_path, {**head, **result})
+            atomic_write_json(out_path, {**head, **result})  # a reader sees the old file or the new one
             written.append(out_path)
             scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)

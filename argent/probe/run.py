@@ -22,7 +22,7 @@ from argent.data.images import eval_transform
 from argent.data.policy import BadDataPolicy
 from argent.data.taxonomy import Taxonomy
 from argent.runs import load_model
-from argent.evaluation.runner import encode_images, encode_texts
+from argent.evaluation.encoding import encode_images, encode_texts
 from argent.io import atomic_write_json
 from argent.probe.conditions import ProbeEmbeddings, run_probe
 from argent.probe.config import ProbeOptions, ProbeSection
