@@ -22,7 +22,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "tune": ("argent.tuning.cli", "run an Optuna study over loss weights (validation data only)"),
     "probe": ("argent.probe.cli", "taxonomic-generalisation probe"),
     "tables": ("argent.tables", "aggregate evaluation JSON into tables and figures"),
-    "track": ("argent.tracking", "re-send a finished run's metrics.jsonl to MLflow"),
+    "track": ("argent.tracking.cli", "re-send a finished run's metrics.jsonl to MLflow"),
 }
 
 EXPECTED_EXIT = 2  # an expected failure (bad input, damaged file, missing device, full disk): a message, no traceback

@@ -114,7 +114,7 @@ def test_unreachable_tracking_does_not_fail_training(tmp_path):
 def test_track_command_resends_a_finished_run(tmp_path):
     import mlflow
 
-    from argent.tracking import main as track_main
+    from argent.tracking.cli import main as track_main
 
     run_dir = tmp_path / "results" / "runs" / "clip-tiny" / "seed0"
     train(tiny_cfg(variant="clip", steps=4), run_dir, batches=stream)  # tracking disabled while training

@@ -15,12 +15,12 @@ from argent.tracking import (
     RUN_RECORD,
     log_evaluation,
     log_tables_run,
-    main as track_main,
     metric_key,
-    open_run,
     mirror_training,
+    open_run,
     variant_tags,
 )
+from argent.tracking.cli import main as track_main
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "config" / "variants.yaml"
