@@ -19,7 +19,8 @@ Training (``train_loader``): an infinite, shuffled stream of batch dicts (contra
 - An image whose header reads but whose pixels do not decode is dropped from its batch (the
   batch is one shorter; counted as ``corrupt_image``), so batch numbering never shifts.
 Bad samples follow ``data_cfg.bad_data``; each worker logs its counts after every pass over its
-shards, and a pass with nothing usable is an error.
+shards, and a pass with nothing usable is an error. The counts also travel with the batches to
+the trainer, which writes them to the run's ``summary.json`` (``argent.data.policy.skip_counts``).
 
 Evaluation: ``eval_image_loader`` (ordered images for classification/retrieval) and
 ``grounded_eval_batches`` (ordered grounded/plain shards; the crop is the first kept box).
@@ -47,7 +48,7 @@ from argent.data.formats.grounded import (
 )
 from argent.data.hard_negatives import HardNegatives
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform, train_transform
-from argent.data.policy import BadDataError, BadDataPolicy, resolve_policy
+from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches, resolve_policy
 from argent.data.shards import expand_shards, iter_shard
 from argent.models.tokenizer import tokenize
 
@@ -200,7 +201,8 @@ class TrainStream(IterableDataset):
         while True:
             records = [next(stream) for _ in range(self.batch_size)]
             if j >= skip:
-                yield self._batch(records, j * self.n_roles + role, policy)
+                # The running counts ride along to the trainer (CountedBatches takes them off).
+                yield {**self._batch(records, j * self.n_roles + role, policy), BATCH_COUNTS_KEY: (g, policy.snapshot())}
             j += 1
 
 
@@ -218,7 +220,7 @@ def train_loader(
     start_batch: int = 0,
     shuffle_buffer: int = 4000,
     negatives_mode: str | None = None,
-) -> DataLoader:
+) -> CountedBatches:
     """Infinite training batches (module doc); deterministic for fixed (seed, rank, world_size, num_workers).
 
     ``negatives_mode`` picks the rows of ``data_cfg.negatives`` (needed when the file holds
@@ -237,17 +239,18 @@ def train_loader(
             f"worker(s) = {n_streams} streams; every stream needs its own shard. Write more, smaller shards "
             "(e.g. argent synth --shard-size) or use fewer workers."
         )
-    negatives = None
+    negatives, negatives_policy = None, BadDataPolicy(data_cfg.bad_data)  # bad rows join the run's skip counts
     if data_cfg.negatives:
-        negatives = HardNegatives.from_parquet(data_cfg.negatives, negatives_mode, BadDataPolicy(data_cfg.bad_data))
+        negatives = HardNegatives.from_parquet(data_cfg.negatives, negatives_mode, negatives_policy)
     stream = TrainStream(
         shards, fmt=data_cfg.format, min_box_area=data_cfg.min_box_area, bad_data=data_cfg.bad_data,
         batch_size=batch_size, image_size=image_size, context_length=context_length, use_boxes=use_boxes,
         augment=data_cfg.augment, seed=seed, rank=rank, world_size=world_size, num_workers=num_workers,
         start_batch=start_batch, shuffle_buffer=shuffle_buffer, negatives=negatives,
     )
-    return DataLoader(stream, batch_size=None, num_workers=num_workers,
-                      prefetch_factor=2 if num_workers else None, persistent_workers=False)
+    return CountedBatches(DataLoader(stream, batch_size=None, num_workers=num_workers,
+                                     prefetch_factor=2 if num_workers else None, persistent_workers=False),
+                          base=negatives_policy)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -10,12 +10,19 @@ a span outside its caption, ... Every reader takes a ``BadDataPolicy``:
 ``drop(reason)`` counts a sample that a *rule* removes (e.g. HyCoCLIP's crop rule keeps no box); it is
 reported with the rest but never raises, because the data is not broken.
 A data set with nothing usable is always an error (``require_usable``).
+
+Training streams run in loader workers (other processes): each attaches its policy's running
+counts to the batches it yields (``BATCH_COUNTS_KEY``), and ``CountedBatches`` takes them off again
+on the trainer's side, so ``skip_counts`` can sum them over streams and ranks for the run's summary.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+import torch.distributed as dist
 
 from argent.io import ArgentError
 
@@ -97,6 +104,10 @@ class BadDataPolicy:
                 parts.append(f"{label}: {items}")
         return "; ".join(parts)
 
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        """The counts so far, as plain data (they cross a loader worker's process boundary)."""
+        return {"skipped": self.counts, "dropped": self.dropped}
+
     def require_usable(self, n_usable: int, what: str) -> None:
         """A data set with nothing usable is an error, whatever the mode."""
         if n_usable <= 0:
@@ -109,3 +120,74 @@ class BadDataPolicy:
 def resolve_policy(policy: BadDataPolicy | None) -> BadDataPolicy:
     """``None`` means the default: a fresh skip-and-count policy."""
     return policy if policy is not None else BadDataPolicy("skip")
+
+
+# ---- training: counts from every loader stream, for the run's summary ------------------------------
+
+BATCH_COUNTS_KEY = "_bad_data"  # (stream id, BadDataPolicy.snapshot()) on each raw training batch
+
+
+class CountedBatches:
+    """The training loader as the trainer sees it: batches without ``BATCH_COUNTS_KEY``.
+
+    Every iterator (``iter(...)``) keeps the latest snapshot of each stream it saw; a stream's
+    counts only grow, so the latest is that stream's total so far. ``base`` holds counts made once
+    in this process (e.g. the hard-negative table's bad rows) and is added to every iterator's.
+    """
+
+    def __init__(self, loader: Iterable[dict[str, Any]], base: BadDataPolicy | None = None) -> None:
+        self.loader = loader
+        self.base = base
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return _CountingIterator(iter(self.loader), self.base)
+
+
+class _CountingIterator:
+    def __init__(self, batches: Iterator[dict[str, Any]], base: BadDataPolicy | None) -> None:
+        self._batches = batches
+        self._latest: dict[Any, dict[str, dict[str, int]]] = {}
+        if base is not None:
+            self._latest["base"] = base.snapshot()
+
+    def __iter__(self) -> _CountingIterator:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        batch = next(self._batches)
+        stream, snapshot = batch.pop(BATCH_COUNTS_KEY, (None, None))
+        if snapshot is not None:
+            self._latest[stream] = snapshot
+        return batch
+
+    def totals(self) -> dict[str, dict[str, int]]:
+        return _sum_snapshots(self._latest.values())
+
+
+def _sum_snapshots(snapshots: Iterable[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
+    total: dict[str, Counter[str]] = {"skipped": Counter(), "dropped": Counter()}
+    for snap in snapshots:
+        for kind in total:
+            total[kind].update(snap.get(kind) or {})
+    return {kind: dict(sorted(c.items())) for kind, c in total.items()}
+
+
+def skip_counts(batches: Iterator[dict[str, Any]]) -> dict[str, dict[str, int]] | None:
+    """``{"skipped_samples": {reason: n}, "dropped_samples": {reason: n}}`` for a run's summary,
+    summed over the loader streams of this process and, under torch.distributed, over all ranks
+    (a collective then: every rank must call it). None when ``batches`` does not count (a batch
+    source other than ``train_loader``).
+
+    Counted as the streams read: the shuffle buffer reads ahead of training, every pass over the
+    shards counts its bad samples again, and a resumed run counts from its restart (its streams
+    re-read the raw records of the batches they skip, so raw-record reasons are counted for those
+    too; images are only decoded, and ``corrupt_image`` counted, for the batches trained on).
+    """
+    if not isinstance(batches, _CountingIterator):
+        return None
+    local = batches.totals()
+    if dist.is_available() and dist.is_initialized():
+        gathered: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, local)
+        local = _sum_snapshots(gathered)
+    return {"skipped_samples": local["skipped"], "dropped_samples": local["dropped"]}

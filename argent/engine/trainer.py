@@ -23,12 +23,14 @@ import torch
 import yaml
 
 from argent.config import ConfigError, DataConfig, ExperimentConfig
+from argent.data.loaders import train_loader
+from argent.data.policy import skip_counts
 from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
 from argent.tracking import RUN_RECORD, Tracker, run_tags
-from argent.io import ArgentError, atomic_output, atomic_write_text
+from argent.io import ArgentError, atomic_output, atomic_write_text, flatten
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
@@ -324,10 +326,12 @@ def _train(
                         on_checkpoint(step, model)
                     model.train()
         save(step)
+        data_skips = skip_counts(stream) or {}  # bad samples by reason, all ranks (a collective under DDP)
         if is_main:
             metrics_file.close()
             metrics_file = None
-            summary = _summary(cfg, files, step, skipped, config_hash)
+            summary = {**_summary(cfg, files, step, skipped, config_hash), **data_skips}
+            tracker.log_metrics([{"step": step, **flatten(data_skips, sep="/")}])
             _plot_curves(files)
             atomic_write_text(files.summary, json.dumps(summary, indent=2))
             for name in ("config.yaml", "summary.json", "curves.png"):
@@ -351,8 +355,6 @@ def _checkpoint_step(path: Path) -> int:
 
 
 def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, start_batch: int) -> Iterator[dict]:
-    from argent.data.loaders import train_loader
-
     if not cfg.data.train_shards:
         raise ConfigError("data.train_shards: no training shards configured (a glob of .tar files)")
     return iter(train_loader(

@@ -1,0 +1,124 @@
+"""Skipped samples are counted by reason in the training run's summary.json (and in MLflow).
+
+Shards are built here with one bad sample per reason the training reader counts, so every count
+is known in advance.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from argent.config import DataConfig, experiment_from_dict
+from argent.data.loaders import train_loader
+from argent.data.policy import skip_counts
+from argent.data.shards import ShardWriter
+from argent.engine.trainer import train
+
+from .conftest import ROOT, TINY
+
+
+def jpeg(seed: int, size: int = 32) -> bytes:
+    pixels = (np.random.default_rng(seed).random((size, size, 3)) * 255).astype("uint8")
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+def bad_shard(path: Path, good: int = 6) -> Path:
+    """Plain shard, rows in this order: no image, blank caption, non-UTF-8 caption, an image whose
+    header reads but whose pixels are cut off (counted when its batch is decoded), then ``good``
+    good samples."""
+    with ShardWriter(path) as writer:
+        writer.write("no_image", {"txt": b"a red square"})
+        writer.write("blank_caption", {"txt": b"   ", "jpg": jpeg(1)})
+        writer.write("latin1_caption", {"txt": "caf\xe9".encode("latin-1"), "jpg": jpeg(2)})
+        whole = jpeg(3, size=64)  # large enough that its first half still holds the whole header
+        writer.write("cut_pixels", {"txt": b"a blue circle", "jpg": whole[: len(whole) // 2]})
+        for i in range(good):
+            writer.write(f"good{i}", {"txt": f"shape number {i}".encode(), "jpg": jpeg(10 + i)})
+    return path
+
+
+def without_end_marker(path: Path) -> Path:
+    """The same shard cut at its last member boundary (the tar end-of-archive blocks missing)."""
+    with tarfile.open(path) as tar:
+        members = tar.getmembers()
+    end = members[-1].offset_data + -(-members[-1].size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+    path.write_bytes(path.read_bytes()[:end])
+    return path
+
+
+def test_training_summary_counts_every_skipped_sample_by_reason(tmp_path):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bad_shard(shards / "shard-000000.tar")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    # One step of 4 samples; a shuffle buffer of one record reads one sample ahead, so the stream
+    # reads the three raw-stage bad rows, then the batch [cut_pixels, good0, good1, good2].
+    cfg = {**TINY, "train": {**TINY["train"], "steps": 1, "batch_size": 4, "checkpoint_every": 1, "shuffle_buffer": 1},
+           "data": {"train_shards": str(shards / "shard-*.tar"), "format": "plain", "augment": False},
+           "tracking": {"enabled": True, "uri": uri, "experiment": "skip-counts"}}
+    exp = experiment_from_dict(cfg, "meru", "tiny", 0, base_dir=ROOT)
+    torch.set_num_threads(1)
+    summary = train(exp, tmp_path / "run")
+    expected = {"corrupt_image": 1, "empty_caption": 1, "malformed_text": 1, "missing_image": 1}
+    assert summary["skipped_samples"] == expected and summary["dropped_samples"] == {}
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert written["skipped_samples"] == expected and written["dropped_samples"] == {}
+
+    mlflow = pytest.importorskip("mlflow")
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("skip-counts").experiment_id])
+    assert {k: v for k, v in run.data.metrics.items() if k.startswith("skipped_samples/")} == {
+        f"skipped_samples/{reason}": float(n) for reason, n in expected.items()}
+
+
+def test_a_clean_run_says_zero_skipped(tmp_path):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    with ShardWriter(shards / "shard-000000.tar") as writer:
+        for i in range(4):
+            writer.write(f"good{i}", {"txt": f"shape number {i}".encode(), "jpg": jpeg(i)})
+    cfg = {**TINY, "train": {**TINY["train"], "steps": 1, "batch_size": 4, "checkpoint_every": 1},
+           "data": {"train_shards": str(shards / "shard-*.tar"), "format": "plain"}}
+    torch.set_num_threads(1)
+    summary = train(experiment_from_dict(cfg, "meru", "tiny", 0, base_dir=ROOT), tmp_path / "run")
+    assert summary["skipped_samples"] == {} and summary["dropped_samples"] == {}
+
+
+def test_counts_are_summed_over_loader_workers_and_passes(tmp_path):
+    """Two worker processes, one shard each (one without its end-of-archive blocks); every pass over
+    a shard counts its bad samples again, and the batches carry the counts out of the workers."""
+    bad_shard(tmp_path / "shard-000000.tar", good=4)
+    without_end_marker(bad_shard(tmp_path / "shard-000001.tar", good=4))
+    data_cfg = DataConfig(train_shards=str(tmp_path / "shard-*.tar"), format="plain", augment=False)
+    loader = train_loader(data_cfg, batch_size=5, image_size=16, context_length=16, use_boxes=False, seed=0,
+                          num_workers=2, shuffle_buffer=1)
+    batches = iter(loader)
+    # Each worker's stream: 5 raw records per pass (cut_pixels + 4 good), read one ahead. Its first
+    # three batches (batch b is worker b mod 2's) take 15 records: passes 1-3, and the first record
+    # of pass 4 is read ahead, which re-reads the three raw-stage bad rows before it.
+    seen = list(itertools.islice(batches, 6))
+    assert all("_bad_data" not in b for b in seen)
+    counts = skip_counts(batches)
+    per_stream_passes = 4  # raw-stage reasons: counted once per pass started
+    assert counts["skipped_samples"] == {
+        "corrupt_image": 2 * 3,  # decoded in every batch: one cut image per pass, three passes per worker
+        "empty_caption": 2 * per_stream_passes,
+        "malformed_text": 2 * per_stream_passes,
+        "missing_image": 2 * per_stream_passes,
+        "truncated_shard": 3,  # the cut shard's end, reached at the end of each full pass
+    }
+
+
+def test_a_batch_source_that_does_not_count_gives_none():
+    assert skip_counts(iter([{"image": torch.zeros(1)}])) is None
