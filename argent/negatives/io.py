@@ -21,6 +21,8 @@ from typing import Any
 
 import polars as pl
 
+from argent.data.formats.grounded import iter_captions
+
 FORMATS = ("auto", "grounded", "hierarcaps", "table")
 LEVEL_SEPARATOR = " => "
 
@@ -81,11 +83,7 @@ def iter_table(path: str | Path) -> Iterator[tuple[str, str]]:
 
 
 def iter_grounded(pattern: str) -> Iterator[tuple[str, str]]:
-    try:
-        from argent.data.formats.grounded import iter_captions
-    except ImportError as err:
-        raise RuntimeError(f"reading grounded shards needs argent.data.formats.grounded.iter_captions ({err}); "
-                           "export the captions to a key,caption CSV/parquet and use --format table") from None
+    """(key, caption) of every sample of grounded or plain webdataset shards."""
     yield from iter_captions(pattern)
 
 
