@@ -130,7 +130,7 @@ def _depth(syn: Any, parent: dict[Any, Any | None]) -> int:
 def format_rows(rows: Sequence[TaxonomyRow]) -> str:
     lines = [
         "# hiershapes taxonomy: WordNet 3.0 shape classes with their ancestors, and colours.",
-        "# Regenerate with `argent taxonomy` (argent/data/hiershapes/taxonomy.py).",
+        "# Regenerate with `argent taxonomy` (argent/data/hiershapes/wordnet_subtree.py).",
         "\t".join(HEADER),
     ]
     lines += ["\t".join((r.wnid, r.parent, r.synset, r.name, r.kind)) for r in rows]
