@@ -9,6 +9,9 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -118,6 +121,23 @@ def test_counts_are_summed_over_loader_workers_and_passes(tmp_path):
         "missing_image": 2 * per_stream_passes,
         "truncated_shard": 3,  # the cut shard's end, reached at the end of each full pass
     }
+
+
+def test_counts_are_summed_over_ranks(tmp_path):
+    """Two gloo ranks, one shard each (rank 1's without its end-of-archive blocks), one batch each:
+    every rank gets the sum (skip_counts is a collective under torch.distributed)."""
+    bad_shard(tmp_path / "shard-000000.tar", good=4)
+    without_end_marker(bad_shard(tmp_path / "shard-000001.tar", good=4))
+    out = tmp_path / "counts.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(Path(__file__).with_name("skip_counts_ddp.py")), str(tmp_path / "shard-*.tar"), str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Per rank, one batch of 5 records (a whole pass) plus one record read ahead: two passes started
+    # (raw-stage reasons twice), one cut image decoded, rank 1's cut shard ended once.
+    assert json.loads(out.read_text())["skipped_samples"] == {
+        "corrupt_image": 2, "empty_caption": 4, "malformed_text": 4, "missing_image": 4, "truncated_shard": 1}
 
 
 def test_a_batch_source_that_does_not_count_gives_none():
