@@ -45,10 +45,10 @@ def run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_pa
 
     def images(paths: list[Path]) -> tuple[Tensor, Tensor | None]:
         emb, _ = encode_images(model, paths, transform, entry.batch_size, policy, entry.num_workers, project=lorentz)
-        return lifted_and_raw(emb, lorentz)
+        return _lifted_and_raw(emb, lorentz)
 
     def texts(items: list[str]) -> tuple[Tensor, Tensor | None]:
-        return lifted_and_raw(encode_texts(model, items, entry.batch_size, project=lorentz), lorentz)
+        return _lifted_and_raw(encode_texts(model, items, entry.batch_size, project=lorentz), lorentz)
 
     n_items = 0
     if entry.hierarcaps_csv:
@@ -58,7 +58,7 @@ def run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_pa
         for k in range(len(samples[0].levels) if samples else 0):
             add(f"caption_L{k + 1}", *texts([s.levels[k] for s in samples]))
     if entry.shards:
-        n_items += add_grounded(model, entry, policy, add, texts)
+        n_items += _add_grounded(model, entry, policy, add, texts)
     policy.require_usable(sum(len(v) for v in embeddings.values()), "analysis sources")
 
     if lorentz:
@@ -97,7 +97,7 @@ def run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_pa
     return {"metrics": metrics, "counts": counts, "figures": figures}
 
 
-def lifted_and_raw(emb: Tensor, lorentz: bool) -> tuple[Tensor, Tensor | None]:
+def _lifted_and_raw(emb: Tensor, lorentz: bool) -> tuple[Tensor, Tensor | None]:
     """(lifted embeddings, W f or None). Euclidean models are encoded once with project=False:
     their lifted embedding is W f/‖W f‖ by the model contract, and ‖W f‖ is the norm reported."""
     if lorentz:
@@ -105,7 +105,7 @@ def lifted_and_raw(emb: Tensor, lorentz: bool) -> tuple[Tensor, Tensor | None]:
     return torch.nn.functional.normalize(emb, dim=-1), emb
 
 
-def add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, texts) -> int:
+def _add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, texts) -> int:
     """Images, captions, crops and phrases of grounded shards, via the grounded reader.
 
     Every kept region of a sample contributes one crop and one phrase (HyCoCLIP's crop rule);
@@ -118,7 +118,7 @@ def add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, t
     lorentz = model.geometry == "lorentz"
 
     def pil(images: list) -> tuple[Tensor, Tensor | None]:
-        return lifted_and_raw(encode_pil_images(model, images, transform, entry.batch_size, project=lorentz), lorentz)
+        return _lifted_and_raw(encode_pil_images(model, images, transform, entry.batch_size, project=lorentz), lorentz)
 
     add("image", *pil([s.image for s in samples]))
     add("caption", *texts([s.caption for s in samples]))

@@ -57,7 +57,7 @@ from argent.evaluation.encoding import (
 __all__ = ["first_n", "first_per_group", "run_compositional", "run_hierarcaps", "run_pep", "run_retrieval",
            "run_zeroshot"]
 
-log = logging.getLogger("argent.evaluation.runner")  # the name the result warnings always had
+log = logging.getLogger(__name__)
 
 
 def first_n(items: list, limit: int) -> list:
@@ -77,7 +77,6 @@ def first_per_group(items: list, limit: int, key: Callable[[Any], Any]) -> list:
         if seen[group] <= limit:
             out.append(item)
     return out
-
 
 
 def run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
