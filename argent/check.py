@@ -24,6 +24,7 @@ from argent.data.formats.grounded import iter_records
 from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.policy import BadDataPolicy
 from argent.io import ArgentError, atomic_write_json
+from argent.plan.groups import base_variant, build_plan
 from argent.runs import require_device
 
 BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
@@ -94,16 +95,18 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
     prefixes = produced_prefixes(cfg)
     findings: list[Finding] = []
     problems: list[str] = []
-    runs = cfg.get("runs") or {}
     devices = set()
-    for variant, size in itertools.product(runs.get("variants", []), runs.get("sizes", ["tiny"])):
+    try:
+        plan = build_plan(cfg, base_dir)  # the experiment groups; a group that cannot run is an error here
+    except ConfigError as err:
+        plan = None
+        problems.append(f"groups: {err}")
+    for group, variant, size in dict.fromkeys((k.group, k.variant, k.size) for k in (plan.trained if plan else [])):
         try:
-            exp = experiment_from_dict(cfg, variant, size, 0, base_dir=base_dir)
+            exp = experiment_from_dict(plan.configs[group], base_variant(cfg, variant), size, 0, base_dir=base_dir)
             devices.add(exp.train.device)
         except ConfigError as err:
-            if "not in the catalogue" in str(err) and variant.endswith("-tuned"):
-                continue  # made by the tuning stage
-            problems.append(f"run {variant}-{size}: {err}")
+            problems.append(f"run {group}/{variant}-{size}: {err}")
     for device in sorted(devices):
         try:
             require_device(device)
