@@ -113,11 +113,15 @@ def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
             tables=list(tables),
             note=str(entry.get("note", "")),
         )
-    order = list(out)
-    for group in out.values():
-        if group.borrow_from and group.borrow_from not in order[:order.index(group.name)]:
-            raise ConfigError(f"groups.{group.name}.from: {group.borrow_from!r} is not a group listed before it; "
-                              f"earlier groups: {order[:order.index(group.name)]}")
+    for group in out.values():  # `from` chains end (no cycle), at groups that exist
+        seen, name = [group.name], group.borrow_from
+        while name:
+            if name not in out:
+                raise ConfigError(f"groups.{seen[-1]}.from: {name!r} is not a group; known: {sorted(out)}")
+            if name in seen:
+                raise ConfigError(f"groups.{group.name}.from: a cycle {' -> '.join(seen + [name])}")
+            seen.append(name)
+            name = out[name].borrow_from
     return out
 
 
@@ -202,7 +206,7 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             continue
         plan.configs[group.name] = gcfg
     hashes: dict[RunKey, str] = {}
-    for group in plan.active():
+    for group in sorted(plan.active(), key=lambda g: _depth(groups, g)):  # a lender before its borrowers
         lender = groups.get(group.borrow_from) if group.borrow_from in plan.configs else None
         for key in group.keys():
             plan.home[key] = key
@@ -220,6 +224,13 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             if hashes[key] == hashes[other]:
                 plan.home[key] = plan.home[other]
     return plan
+
+
+def _depth(groups: dict[str, Group], group: Group) -> int:
+    depth = 0
+    while group.borrow_from:
+        group, depth = groups[group.borrow_from], depth + 1
+    return depth
 
 
 def _cannot_run(gcfg: dict[str, Any], group: Group, base_dir: Path) -> str:
