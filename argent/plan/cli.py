@@ -33,7 +33,8 @@ def load_workflow_config(config: Path, overrides: list[str], base_dir: Path, mer
     return cfg
 
 
-def run(cfg: dict[str, Any], base_dir: Path, out=sys.stdout) -> str:
+def run(cfg: dict[str, Any], base_dir: Path, out: Any = None) -> str:
+    out = out or sys.stdout
     plan = build_plan(cfg, base_dir)
     costs = group_costs(cfg, plan, base_dir)
     for line in left_out_lines(plan):
