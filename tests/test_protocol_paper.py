@@ -56,7 +56,7 @@ def _jobs(stdout: str, rule: str) -> list[str]:
 
 
 def _field(block: str, name: str) -> str:
-    found = re.search(rf"^\s+{name}: (.*)$", block, re.M)
+    found = re.search(rf"^\s+{name}: (.*)$", block, re.MULTILINE)
     return found.group(1) if found else ""
 
 
@@ -71,7 +71,7 @@ def dry_run(tmp_path_factory):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MLFLOW_DISABLE_TELEMETRY": "true"}
     cmd = [sys.executable, "-m", "snakemake", "-n", "--nolock", "--cores", "1",
            "--configfile", "config/paper.yaml", str(override_file)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     merged = deep_merge(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()), override)
     return proc, merged, results

@@ -24,7 +24,7 @@ import yaml
 
 from argent.config import ConfigError, deep_merge, parse_override
 from argent.io import atomic_write_json
-from argent.plan.groups import TUNED_VARIANT, Plan, RunKey
+from argent.plan.groups import TUNED_VARIANT, Plan
 
 RECORD = Path("bench") / "step_times.json"
 
@@ -105,7 +105,7 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
     for group in plan.active():
         gcfg = plan.configs[group.name]
         runs = gcfg.get("runs") or {}
-        keys = group.keys()
+        keys = group.run_keys()
         trained = [k for k in keys if plan.home[k] == k]
         device = str((gcfg.get("train") or {}).get("device", "cpu"))
         gc = GroupCost(group.name, len(trained), len(keys) - len(trained), device, int(runs.get("gpus", 0)),
@@ -163,7 +163,7 @@ def table(costs: list[GroupCost]) -> str:
         for note in c.notes:
             rows.append((c.group, "", "", "", "", "", "", "", "", "", note))
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    fmt = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
+    fmt = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()
     lines = [fmt(head), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows]
     lines.append("")
     for c in costs:

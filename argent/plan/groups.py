@@ -12,11 +12,18 @@ without WordNet) is an error, or, with ``optional: true``, left out with one pri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from argent.config import ConfigError, check_name, deep_merge, experiment_from_dict, load_variants
+from argent.config import (
+    ConfigError,
+    check_name,
+    deep_merge,
+    experiment_from_dict,
+    load_variants,
+)
 
 TUNED_VARIANT = "argent-tuned"  # the tuned study's best trial, retrained (base variant + best.yaml)
 GROUP_KEYS = ("enabled", "variants", "sizes", "seeds", "overrides", "from", "optional", "tables", "note")
@@ -54,7 +61,7 @@ class Group:
     tables: list[str] = field(default_factory=list)
     note: str = ""
 
-    def keys(self) -> list[RunKey]:
+    def run_keys(self) -> list[RunKey]:
         return [RunKey(self.name, v, s, k) for v in self.variants for s in self.sizes for k in self.seeds]
 
 
@@ -208,7 +215,7 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
     hashes: dict[RunKey, str] = {}
     for group in sorted(plan.active(), key=lambda g: _depth(groups, g)):  # a lender before its borrowers
         lender = groups.get(group.borrow_from) if group.borrow_from in plan.configs else None
-        for key in group.keys():
+        for key in group.run_keys():
             plan.home[key] = key
             if lender is None or key.variant == TUNED_VARIANT or key.variant not in lender.variants:
                 continue
