@@ -15,17 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.typed import (
+from argent.typed import (  # noqa: F401  (re-exported: argent.config is every stage's config API)
+    WORKFLOW_SECTIONS,
     ConfigError,
+    check_sections,
     deep_merge,
     from_dict,
     load_section,
+    load_workflow_config,
     load_yaml,
     parse_override,
     section_of,
 )
-
-__all__ = ["ConfigError", "deep_merge", "from_dict", "load_section", "load_yaml", "parse_override", "section_of"]
 
 PAIR_TYPES = ("text_image", "phrase_crop", "crop_image", "phrase_text")
 """Entailment pairs, named parent_child: caption ⊒ image, phrase ⊒ crop (inter-modality);
@@ -248,21 +249,6 @@ class ExperimentConfig:
 # Loading
 # --------------------------------------------------------------------------------------------
 
-WORKFLOW_SECTIONS = (
-    "variants_file", "results", "hiershapes", "hiershapes_templates", "runs", "model", "optim", "train",
-    "train_by_size", "data", "tracking", "variant", "variant_overrides", "evaluate", "benchmarks", "clean",
-    "negatives", "tune", "probe", "tables", "groups", "cost",
-)
-"""Top-level sections of the workflow config (workflow/schemas/config.schema.yaml: a test keeps the
-two lists equal). Anything else is a typo, and an error."""
-
-
-def check_sections(cfg: dict[str, Any], where: str = "config") -> None:
-    unknown = sorted(set(cfg) - set(WORKFLOW_SECTIONS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(WORKFLOW_SECTIONS)}")
-
-
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 SIZE_RE = re.compile(r"^[A-Za-z0-9]+$")
 """Names that become path components (variants, benchmarks, studies): no '/', nothing that
@@ -328,13 +314,7 @@ def load_experiment(
     ``train_by_size.<size>``, ``data``, ``tracking``. ``overrides`` are ``key.path=value`` strings
     applied last (e.g. ``train.steps=10``, ``variant.huber_beta=0.5``).
     """
-    config_path = Path(config_path)
-    cfg = load_yaml(config_path)
-    check_sections(cfg, str(config_path))
-    for text in overrides:
-        override = parse_override(text)
-        check_sections(override, f"--set {text}")
-        cfg = deep_merge(cfg, override)
+    cfg = load_workflow_config(config_path, overrides)
     return experiment_from_dict(cfg, variant, size, seed, base_dir=Path.cwd(), variant_overrides=variant_overrides)
 
 

@@ -140,6 +140,33 @@ def parse_override(text: str) -> dict[str, Any]:
     return out
 
 
+WORKFLOW_SECTIONS = (
+    "variants_file", "results", "hiershapes", "hiershapes_templates", "runs", "model", "optim", "train",
+    "train_by_size", "data", "tracking", "variant", "variant_overrides", "evaluate", "benchmarks", "clean",
+    "negatives", "tune", "probe", "tables", "groups", "cost",
+)
+"""Top-level sections of the workflow config (workflow/schemas/config.schema.yaml: a test keeps the
+two lists equal). Anything else is a typo, and an error."""
+
+
+def check_sections(cfg: dict[str, Any], where: str = "config") -> None:
+    unknown = sorted(set(cfg) - set(WORKFLOW_SECTIONS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(WORKFLOW_SECTIONS)}")
+
+
+def load_workflow_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The workflow config every verb reads: the file, ``--set key.path=value`` overrides on top, its
+    top-level sections checked (a typo is an error naming the key and the allowed sections)."""
+    cfg = load_yaml(path)
+    check_sections(cfg, str(path))
+    for text in overrides:
+        override = parse_override(text)
+        check_sections(override, f"--set {text}")
+        cfg = deep_merge(cfg, override)
+    return cfg
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
@@ -175,7 +202,7 @@ def load_section(config: str | Path | None, overrides: list[str] | tuple[str, ..
     A stage reads only its own section, so an override elsewhere would do nothing: it is refused.
     Errors name the file (and ``--set`` when overrides were given) before the key path.
     """
-    raw = load_yaml(config) if config is not None else {}
+    raw = load_workflow_config(config) if config is not None else {}
     for text in overrides:
         override = parse_override(text)
         if set(override) != {section}:

@@ -14,22 +14,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError, deep_merge, load_yaml, parse_override
+from argent.config import ConfigError, check_sections, deep_merge, load_workflow_config, load_yaml
 from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
 from argent.plan.groups import build_plan, left_out_lines
 
 DEFAULT_CONFIG = Path("config") / "config.yaml"
 
 
-def load_workflow_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
+def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
     """The merged workflow config as the Snakefile sees it: the default, the file, the overrides."""
     cfg: dict[str, Any] = {}
     default = base_dir / DEFAULT_CONFIG
     if merge_default and default.is_file() and default.resolve() != (base_dir / config).resolve():
         cfg = load_yaml(default)
-    cfg = deep_merge(cfg, load_yaml(base_dir / config if not config.is_absolute() else config))
-    for text in overrides:
-        cfg = deep_merge(cfg, parse_override(text))
+    cfg = deep_merge(cfg, load_workflow_config(base_dir / config if not config.is_absolute() else config, overrides))
+    check_sections(cfg)
     return cfg
 
 
@@ -64,6 +63,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.config is None:
         raise ConfigError("argent plan: --config FILE is required (or --record-from RESULTS)")
-    cfg = load_workflow_config(args.config, args.overrides, args.base_dir, not args.no_default)
+    cfg = merged_config(args.config, args.overrides, args.base_dir, not args.no_default)
     run(cfg, args.base_dir)
     return 0
