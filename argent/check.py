@@ -113,16 +113,23 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
         except ArgentError as err:
             problems.append(f"train.device: {err}")
 
-    data = cfg.get("data") or {}
-    shards = data.get("train_shards", "")
-    if shards and not _produced(shards, prefixes):
+    # the training data of every active experiment group (each may override data:), read once per pattern
+    sources = {"data.train_shards": cfg.get("data") or {}}
+    sources.update({f"groups.{g}.data.train_shards": gcfg.get("data") or {} for g, gcfg in (plan.configs if plan else {}).items()})
+    seen = set()
+    for key, data in sources.items():
+        shards = data.get("train_shards", "")
+        if not shards or shards in seen:
+            continue
+        seen.add(shards)
+        if _produced(shards, prefixes):
+            findings.append(Finding(key, shards, "produced"))
+            continue
         try:
-            findings.append(Finding("data.train_shards", shards, "ok",
+            findings.append(Finding(key, shards, "ok",
                                     _sample_shards(shards, data.get("format", "grounded"), data.get("min_box_area", 1024))))
         except ArgentError as err:
-            findings.append(Finding("data.train_shards", shards, "unreadable", str(err)))
-    elif shards:
-        findings.append(Finding("data.train_shards", shards, "produced"))
+            findings.append(Finding(key, shards, "unreadable", str(err)))
 
     benchmarks = cfg.get("benchmarks") or {}
     for name in (cfg.get("evaluate") or {}).get("benchmarks", []):
