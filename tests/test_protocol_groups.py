@@ -8,7 +8,7 @@ import yaml
 
 from argent.cli import main as argent_main
 from argent.config import ConfigError, deep_merge
-from argent.plan.cost import group_costs, record_from_runs, summary_line
+from argent.plan.cost import group_costs, summary_line
 from argent.plan.groups import RunKey, build_plan, parse_groups
 
 ROOT = Path(__file__).resolve().parents[1]
