@@ -1,6 +1,8 @@
 # argent: data -> (clean, negatives) -> train -> evaluate -> tables. Every arrow is a file.
 # `snakemake --cores all` runs config/config.yaml (the embedded CPU default);
 # `snakemake --cores all --configfile config/smoke.yaml` is the CI-size run.
+# The runs come from the config's experiment groups (argent/plan/groups.py); every DAG build prints
+# the groups left out (one line each) and the one-line cost (`argent plan` gives the table).
 from snakemake.utils import min_version, validate
 
 min_version("9.0")

@@ -24,6 +24,7 @@ from argent.data.formats.grounded import iter_records
 from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.policy import BadDataPolicy
 from argent.io import ArgentError, atomic_write_json
+from argent.plan.groups import base_variant, build_plan
 from argent.runs import require_device
 
 BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
@@ -94,32 +95,41 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
     prefixes = produced_prefixes(cfg)
     findings: list[Finding] = []
     problems: list[str] = []
-    runs = cfg.get("runs") or {}
     devices = set()
-    for variant, size in itertools.product(runs.get("variants", []), runs.get("sizes", ["tiny"])):
+    try:
+        plan = build_plan(cfg, base_dir)  # the experiment groups; a group that cannot run is an error here
+    except ConfigError as err:
+        plan = None
+        problems.append(f"groups: {err}")
+    for group, variant, size in dict.fromkeys((k.group, k.variant, k.size) for k in (plan.trained if plan else [])):
         try:
-            exp = experiment_from_dict(cfg, variant, size, 0, base_dir=base_dir)
+            exp = experiment_from_dict(plan.configs[group], base_variant(cfg, variant), size, 0, base_dir=base_dir)
             devices.add(exp.train.device)
         except ConfigError as err:
-            if "not in the catalogue" in str(err) and variant.endswith("-tuned"):
-                continue  # made by the tuning stage
-            problems.append(f"run {variant}-{size}: {err}")
+            problems.append(f"run {group}/{variant}-{size}: {err}")
     for device in sorted(devices):
         try:
             require_device(device)
         except ArgentError as err:
             problems.append(f"train.device: {err}")
 
-    data = cfg.get("data") or {}
-    shards = data.get("train_shards", "")
-    if shards and not _produced(shards, prefixes):
+    # the training data of every active experiment group (each may override data:), read once per pattern
+    sources = {"data.train_shards": cfg.get("data") or {}}
+    sources.update({f"groups.{g}.data.train_shards": gcfg.get("data") or {} for g, gcfg in (plan.configs if plan else {}).items()})
+    seen = set()
+    for key, data in sources.items():
+        shards = data.get("train_shards", "")
+        if not shards or shards in seen:
+            continue
+        seen.add(shards)
+        if _produced(shards, prefixes):
+            findings.append(Finding(key, shards, "produced"))
+            continue
         try:
-            findings.append(Finding("data.train_shards", shards, "ok",
+            findings.append(Finding(key, shards, "ok",
                                     _sample_shards(shards, data.get("format", "grounded"), data.get("min_box_area", 1024))))
         except ArgentError as err:
-            findings.append(Finding("data.train_shards", shards, "unreadable", str(err)))
-    elif shards:
-        findings.append(Finding("data.train_shards", shards, "produced"))
+            findings.append(Finding(key, shards, "unreadable", str(err)))
 
     benchmarks = cfg.get("benchmarks") or {}
     for name in (cfg.get("evaluate") or {}).get("benchmarks", []):

@@ -1,6 +1,7 @@
 """The run folder: the one place that knows its layout and how to read it.
 
-A workflow's results folder holds ``runs/<variant>-<size>/seed<k>/``, one run per folder:
+A workflow's results folder holds ``runs/<group>/<variant>-<size>/seed<k>/``, one run per folder
+(``<group>``: the experiment group of the workflow config, argent/plan/groups.py):
 
 - ``config.yaml``: the fully resolved ``ExperimentConfig``;
 - ``metrics.jsonl``: every logged number, one JSON record per line (a torn last line, left by a
@@ -35,7 +36,7 @@ from argent.models import DualEncoder, build_model
 
 log = logging.getLogger("argent.runs")
 
-RUNS_DIR = "runs"  # <results>/runs/<variant>-<size>/seed<k>
+RUNS_DIR = "runs"  # <results>/runs/<group>/<variant>-<size>/seed<k>
 CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
 CHECKPOINT = "checkpoint.pt"
@@ -96,8 +97,8 @@ class RunFolder:
 
     def results_root(self) -> Path:
         """The results folder above ``runs/``; a folder outside that layout is its own root."""
-        runs = self.root.resolve().parent.parent  # <results>/runs/<variant>-<size>/seed<k>
-        return runs.parent if runs.name == RUNS_DIR else self.root.resolve()
+        parents = self.root.resolve().parents  # <results>/runs/<group>/<variant>-<size>/seed<k>
+        return parents[3] if len(parents) > 3 and parents[2].name == RUNS_DIR else self.root.resolve()
 
 
 def run_name(variant: str, size: str) -> str:
@@ -110,8 +111,24 @@ def split_run(name: str) -> tuple[str, str]:
     return variant, size
 
 
-def run_dir(results: str | Path, variant: str, size: str, seed: int | str) -> Path:
-    return Path(results) / RUNS_DIR / run_name(variant, size) / f"seed{seed}"
+def run_dir(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
+    return Path(results) / RUNS_DIR / group / run_name(variant, size) / f"seed{seed}"
+
+
+def eval_dir(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
+    """Where the workflow writes a run's evaluation JSON (one file per benchmark)."""
+    return Path(results) / "eval" / group / run_name(variant, size) / f"seed{seed}"
+
+
+def run_parts(seed_folder: Path) -> tuple[str, str, str, int]:
+    """``.../<group>/<variant>-<size>/seed<k>`` -> (group, variant, size, k)."""
+    seed_folder = Path(seed_folder)
+    try:
+        seed = int(seed_folder.name.removeprefix("seed"))
+    except ValueError:
+        raise ValueError(f"{seed_folder}: expected a folder named seed<k>") from None
+    variant, size = split_run(seed_folder.parent.name)
+    return seed_folder.parent.parent.name, variant, size, seed
 
 
 def results_tracking_uri(results: str | Path) -> str:
@@ -128,9 +145,9 @@ def default_tracking_uri(run_dir: str | Path) -> str:
 
 
 def eval_dir_of(run_dir: str | Path) -> Path:
-    """Where the workflow writes a run's evaluation JSON: ``<results>/eval/<variant>-<size>/seed<k>``."""
+    """Where the workflow writes a run's evaluation JSON: ``<results>/eval/<group>/<variant>-<size>/seed<k>``."""
     run_dir = Path(run_dir).resolve()
-    return RunFolder(run_dir).results_root() / "eval" / run_dir.parent.name / run_dir.name
+    return RunFolder(run_dir).results_root() / "eval" / run_dir.parent.parent.name / run_dir.parent.name / run_dir.name
 
 
 def read_run_config(run_dir: str | Path) -> ExperimentConfig:

@@ -376,7 +376,7 @@ def test_config_errors_name_the_key(tmp_path: Path, section: str, message: str):
 def test_config_from_file_and_overrides(tmp_path: Path):
     path = tmp_path / "config.yaml"
     path.write_text("probe:\n  data: imgs\n  options:\n    seeds: [1, 2]\n    levels: [0, 50]\n    epochs: 3\n"
-                    "other: {x: 1}\n")
+                    "tune: {x: 1}\n")
     section = load_probe_section(path, ["probe.options.epochs=2", "probe.options.lr=2e-3"])
     opts = section.options
     assert section.data == "imgs" and opts.seeds == [1, 2] and opts.levels == [0.0, 50.0]

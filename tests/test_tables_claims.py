@@ -24,9 +24,9 @@ CLAIMS = {"claims": [
     {"id": "tie", "source": "T", "a": "argent", "b": "hycoclip",
      "metrics": {"tie": {"expect": "better", "published": [3.76, 3.96]}}},
     {"id": "noisy", "source": "T", "a": "meru", "b": "clip", "metrics": {"zeroshot": {"expect": "worse"}}},
-    {"id": "absent", "source": "T", "a": "argent_noreg", "b": "argent",
+    {"id": "absent", "source": "T", "a": "ablations/argent_noreg", "b": "ablations/argent",
      "metrics": {"zeroshot": {"expect": "worse", "published": [20.8, 22.8]}}},
-    {"id": "single", "source": "T", "a": "meru_adaent", "b": "meru", "metrics": {"pep_auc": {"expect": "better"}}},
+    {"id": "single", "source": "T", "a": "single/meru_adaent", "b": "meru", "metrics": {"pep_auc": {"expect": "better"}}},
     {"id": "unmapped", "source": "T", "a": "argent", "b": "meru", "metrics": {"compositional": {"expect": "better"}}},
     {"id": "undefined", "source": "T", "a": "argent", "b": "clip", "metrics": {"pep_auc": {"expect": "better"}}},
 ]}
@@ -48,10 +48,18 @@ EVAL = {
 }
 
 
+# Groups: main trains four families with three seeds; ablations lists argent_noreg (never evaluated
+# here: "not run") and argent, borrowed from main (same config); single trains meru_adaent, seed 0.
+GROUP_OF = {"meru_adaent": "single"}
+
+
 def _config(claims_file: Path) -> dict:
     return {
-        "runs": {"variants": ["clip", "meru", "hycoclip", "argent", "meru_adaent", "argent_noreg"], "sizes": ["tiny"],
-                 "seeds": [0, 1, 2], "seeds_by_variant": {"meru_adaent": [0]}},
+        "variants_file": str(ROOT / "config" / "variants.yaml"),
+        "runs": {"sizes": ["tiny"], "seeds": [0, 1, 2]},
+        "groups": {"main": {"variants": ["clip", "meru", "hycoclip", "argent"]},
+                   "ablations": {"variants": ["argent_noreg", "argent"], "from": "main"},
+                   "single": {"variants": ["meru_adaent"], "seeds": [0]}},
         "tables": {
             "main": {"variants": ["clip", "meru", "hycoclip", "argent"],
                      "columns": [{"label": "Cls", "benchmark": "hs_zeroshot", "metric": "top1", "scale": 100},
@@ -59,7 +67,7 @@ def _config(claims_file: Path) -> dict:
             "ablations": {"columns": [{"label": "Cls", "benchmark": "hs_zeroshot", "metric": "top1", "scale": 100}],
                           "groups": [{"name": "(c) L_Reg", "rows": [{"label": "no reg", "variant": "argent_noreg"},
                                                                     {"label": "ARGENT", "variant": "argent"}]},
-                                     {"name": "(a)", "rows": [{"label": "MERU AdaEnt", "variant": "meru_adaent"}]}]},
+                                     {"name": "(a)", "rows": [{"label": "MERU AdaEnt", "variant": "single/meru_adaent"}]}]},
             "claims": {"file": str(claims_file), "metrics": {
                 "zeroshot": [{"benchmark": "hs_zeroshot", "metric": "top1", "scale": 100}],
                 "tie": [{"benchmark": "hs_zeroshot", "metric": "tie", "lower_is_better": True}],
@@ -74,7 +82,8 @@ def _write_results(root: Path, drop: tuple[tuple[str, int], ...] = ()) -> None:
             if (variant, seed) in drop:
                 continue
             for bench, metrics in benches.items():
-                path = root / "eval" / f"{variant}-tiny" / f"seed{seed}" / f"{bench}.json"
+                group = GROUP_OF.get(variant, "main")
+                path = root / "eval" / group / f"{variant}-tiny" / f"seed{seed}" / f"{bench}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps({"benchmark": bench, "metrics": metrics}))
 
@@ -150,23 +159,27 @@ def test_partial_seeds_pair_only_common_seeds_and_say_so(tmp_path):
     row = _claim(results / "tables", "up")
     assert (row["n"], row["n_configured"], row["partial"], row["seeds"]) == (2, 3, True, "0 1")
     main = pl.read_csv(results / "tables" / "main.csv")
-    cell = main.filter((pl.col("variant") == "hycoclip") & (pl.col("column") == "Cls")).to_dicts()[0]
+    cell = main.filter((pl.col("variant") == "main/hycoclip") & (pl.col("column") == "Cls")).to_dicts()[0]
     assert (cell["n"], cell["partial"]) == (2, True)
     assert "(n=2) †" in (results / "tables" / "main.md").read_text()
 
 
 def test_main_and_ablation_cells(built):
     main = pl.read_csv(built / "main.csv")
-    cell = main.filter((pl.col("variant") == "meru") & (pl.col("column") == "Cls")).to_dicts()[0]
+    cell = main.filter((pl.col("variant") == "main/meru") & (pl.col("column") == "Cls")).to_dicts()[0]
     expected = mean_ci([30.0, 36.0, 31.0])
     assert cell["mean"] == pytest.approx(expected.mean) and cell["ci95"] == pytest.approx(expected.half_width)
     assert cell["n"] == 3 and cell["status"] == "ok"
-    clip_pep = main.filter((pl.col("variant") == "clip") & (pl.col("column") == "PEP AUC")).to_dicts()[0]
+    clip_pep = main.filter((pl.col("variant") == "main/clip") & (pl.col("column") == "PEP AUC")).to_dicts()[0]
     assert clip_pep["status"] == "n/a"
     abl = pl.read_csv(built / "ablations.csv")
-    noreg = abl.filter(pl.col("variant") == "argent_noreg").to_dicts()
+    noreg = abl.filter(pl.col("variant") == "ablations/argent_noreg").to_dicts()
     assert noreg and all(r["status"] == "not run" for r in noreg)
-    single = abl.filter(pl.col("variant") == "meru_adaent").to_dicts()[0]
+    # ablations/argent is main's run (same config hash): its cells are main's numbers, n = 3
+    borrowed = abl.filter(pl.col("variant") == "ablations/argent").to_dicts()[0]
+    assert (borrowed["n"], borrowed["status"]) == (3, "ok")
+    assert borrowed["mean"] == pytest.approx(100 * (0.40 + 0.43 + 0.38) / 3)
+    single = abl.filter(pl.col("variant") == "single/meru_adaent").to_dicts()[0]
     assert (single["n"], single["ci95"], single["status"]) == (1, None, "ok")
     md = (built / "ablations.md").read_text()
     assert "| MERU AdaEnt | tiny | 30.00 (n=1) |" in md and "| no reg | tiny | not run |" in md
@@ -178,7 +191,7 @@ def test_mechanism_from_the_last_diagnostics(tmp_path):
     results = tmp_path / "results"
     _write_results(results)
     for seed, (share, phi) in enumerate([(0.5, 1.0), (0.7, 1.2), (0.6, 1.1)]):
-        run_dir = results / "runs" / "meru-tiny" / f"seed{seed}"
+        run_dir = results / "runs" / "main" / "meru-tiny" / f"seed{seed}"
         run_dir.mkdir(parents=True)
         lines = [{"step": 4, "diag/collapse/text": 0.0, "diag/phi/text_image": 3.0, "curv": 1.0},
                  {"step": 6, "loss": 1.0},
@@ -186,12 +199,12 @@ def test_mechanism_from_the_last_diagnostics(tmp_path):
                   "diag/norm/text/q50": 0.5 if seed else 0.1}]
         (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
         (run_dir / "config.yaml").write_text(yaml.safe_dump({"variant": {"cone_k": 0.1}}))
-    clip_dir = results / "runs" / "clip-tiny" / "seed0"
+    clip_dir = results / "runs" / "main" / "clip-tiny" / "seed0"
     clip_dir.mkdir(parents=True)
     (clip_dir / "metrics.jsonl").write_text(json.dumps({"step": 8, "diag/norm/image/mean": 1.0}) + "\n")
     run(TablesOptions(_config(claims), results))
     mech = pl.read_csv(results / "tables" / "mechanism.csv")
-    meru = mech.filter(pl.col("variant") == "meru").to_dicts()
+    meru = mech.filter(pl.col("variant") == "main/meru").to_dicts()
     assert [r["pair"] for r in meru] == ["text_image"]
     assert meru[0]["collapse_mean"] == pytest.approx(0.6) and meru[0]["phi_mean"] == pytest.approx(1.1)
     assert meru[0]["collapse_ci95"] == pytest.approx(mean_ci([0.5, 0.7, 0.6]).half_width)
@@ -202,7 +215,7 @@ def test_mechanism_from_the_last_diagnostics(tmp_path):
     assert meru[0]["omega_mean"] == pytest.approx(sum(apertures) / 3)
     assert meru[0]["omega_ci95"] == pytest.approx(mean_ci(apertures).half_width)
     statuses = {r["variant"]: r["status"] for r in mech.to_dicts()}
-    assert statuses["clip"] == "n/a" and statuses["argent"] == "not run"
+    assert statuses["main/clip"] == "n/a" and statuses["main/argent"] == "not run"
     assert "60.0 ± " in (results / "tables" / "mechanism.md").read_text()
 
 
@@ -231,7 +244,9 @@ def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_pa
     roles = set(cfg["tables"]["claims"]["metrics"])
     assert {m.role for c in claims for m in c.metrics} <= roles
     variants = yaml.safe_load((ROOT / "config" / "variants.yaml").read_text())
-    assert {v for c in claims for v in (c.a, c.b)} <= set(variants)
+    # claims name <group>/<variant> (bare: main); every group is one of the shipped configs' groups
+    assert {v.rpartition("/")[2] for c in claims for v in (c.a, c.b)} <= set(variants)
+    assert {v.rpartition("/")[0] or "main" for c in claims for v in (c.a, c.b)} <= set(cfg["groups"])
     # every published difference agrees with its expected direction under the config's metric directions
     for config in ("config.yaml", "paper.yaml"):
         mapping = yaml.safe_load((ROOT / "config" / config).read_text())["tables"]["claims"]["metrics"]

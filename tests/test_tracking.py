@@ -32,7 +32,7 @@ def make_run(results: Path, uri: str, variant: str = "argent", lr: float = 1e-3)
     cfg = experiment_from_dict({"optim": {"lr": lr}, "tracking": {"uri": uri, "experiment": "t"}},
                                variant, "tiny", 0, base_dir=ROOT)
     cfg.tracking.tags = variant_tags(CATALOGUE, variant)
-    run_dir = results / "runs" / f"{variant}-tiny" / "seed0"
+    run_dir = results / "runs" / "main" / f"{variant}-tiny" / "seed0"
     run_dir.mkdir(parents=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": 1.0 / s}) + "\n" for s in (2, 4)))
@@ -42,7 +42,7 @@ def make_run(results: Path, uri: str, variant: str = "argent", lr: float = 1e-3)
 
 def write_result(results: Path, run_dir: Path, benchmark: str, metrics: dict, counts: dict | None = None,
                  figures: bool = False, mtime: float | None = None) -> Path:
-    out = results / "eval" / run_dir.parent.name / run_dir.name / f"{benchmark}.json"
+    out = results / "eval" / run_dir.parent.parent.name / run_dir.parent.name / run_dir.name / f"{benchmark}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     data = {"benchmark": benchmark, "protocol": "zeroshot", "run": str(run_dir), "config_hash": "abc",
             "status": "ok", "metrics": metrics, "entry_hash": "e" * 16,

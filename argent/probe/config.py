@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, deep_merge, from_dict, load_yaml, parse_override
+from argent.config import ConfigError, deep_merge, from_dict, load_workflow_config, parse_override
 
 ABLATIONS = ("random", "systematic")
 SHUFFLES = ("none", "across", "within")
@@ -101,7 +101,7 @@ def load_probe_section(config: str | Path | None, overrides: list[str] | tuple[s
 
     The probe reads no other section, so an override elsewhere would do nothing; it is refused.
     """
-    raw = load_yaml(config) if config is not None else {}
+    raw = load_workflow_config(config) if config is not None else {}
     for text in overrides:
         override = parse_override(text)
         if set(override) != {"probe"}:

@@ -166,7 +166,7 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
     absent = [v for v in (claim.a, claim.b) if (v, size) not in present]
     if absent:
         why = [f"{v}: " + ("configured, but no evaluation (failed or skipped; hard-negative variants need WordNet)"
-                           if configured and v in configured else "not in runs.variants of this config")
+                           if configured and v in configured else "not trained by an active group of this config (a group left out, or not listed)")
                for v in absent]
         row.update(verdict="not run", note=f"size {size}: " + "; ".join(why))
         return row

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import yaml
-
+from argent.config import load_workflow_config
 from argent.tables.run import TablesOptions, run
 
 
@@ -18,11 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", type=Path, default=None, help="per-run figures folder (default <results>/figures/runs)")
     p.add_argument("--curves", type=Path, default=None, help="training-curves PNG (default <results>/figures/training_curves.png)")
     p.add_argument("--claims", type=Path, default=None, help="claims file (default: tables.claims.file of the config)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set tables.main.group=main (repeatable)")
     args = p.parse_args(argv)
-    try:
-        cfg = yaml.safe_load(args.config.read_text())
-    except FileNotFoundError:
-        raise SystemExit(f"argent tables: config {args.config} not found") from None
+    cfg = load_workflow_config(args.config, args.overrides)  # a missing file or a typo: one message
     opts = TablesOptions(cfg, args.results, args.out, args.figures, args.curves, args.claims)
     try:
         run(opts)

@@ -1,10 +1,13 @@
 """Inputs of the tables as long polars frames, and what the workflow config asked for.
 
-- ``collect``: results/eval/<variant>-<size>/seed<k>/<benchmark>.json -> one row per metric.
-- ``collect_diagnostics``: results/runs/<variant>-<size>/seed<k>/metrics.jsonl -> the trainer's
-  ``diag/*`` values at the last step that logged them (the end of training).
-- ``configured_seeds``: the seeds the workflow config trains per variant (runs.seeds, or
-  runs.seeds_by_variant), so that a table can say when a cell has fewer.
+- ``collect``: results/eval/<group>/<variant>-<size>/seed<k>/<benchmark>.json -> one row per metric.
+- ``collect_diagnostics``: results/runs/<group>/<variant>-<size>/seed<k>/metrics.jsonl -> the
+  trainer's ``diag/*`` values at the last step that logged them (the end of training).
+- ``listed_runs``: the frames re-keyed by the runs the config's groups list: the ``variant`` column
+  becomes ``<group>/<variant>``, and a run a group borrows (argent/plan/groups.py) appears under
+  both groups. Tables name their rows the same way (a bare name: the table's group).
+- ``configured_seeds``: the seeds the config trains per ``<group>/<variant>``, so that a table can
+  say when a cell has fewer.
 """
 
 from __future__ import annotations
@@ -17,21 +20,13 @@ import polars as pl
 import yaml
 
 from argent.io import flatten, read_json
-from argent.runs import read_metrics, split_run
+from argent.plan.groups import Plan
+from argent.runs import read_metrics, run_parts
 
-TUNED_VARIANT = "argent-tuned"  # the workflow's name for the tuned study's best trial, retrained
-
-LONG_SCHEMA = {"variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
+LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
                "value": pl.Float64}
-DIAG_SCHEMA = {"variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "step": pl.Int64, "key": pl.Utf8,
+DIAG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "step": pl.Int64, "key": pl.Utf8,
                "value": pl.Float64}
-
-
-def _seed_of(folder: Path) -> int:
-    try:
-        return int(folder.name.removeprefix("seed"))
-    except ValueError:
-        raise ValueError(f"{folder}: expected a folder named seed<k>") from None
 
 
 def _is_number(value: Any) -> bool:
@@ -39,16 +34,15 @@ def _is_number(value: Any) -> bool:
 
 
 def collect(eval_dir: Path) -> pl.DataFrame:
-    """One row per (variant, size, seed, benchmark, metric) with a numeric or null value."""
+    """One row per (group, variant, size, seed, benchmark, metric) with a numeric or null value."""
     rows = []
-    for path in sorted(eval_dir.glob("*/seed*/*.json")):
-        variant, size = split_run(path.parents[1].name)
-        seed = _seed_of(path.parent)
+    for path in sorted(eval_dir.glob("*/*/seed*/*.json")):
+        group, variant, size, seed = run_parts(path.parent)
         data = read_json(path)  # a torn or malformed file is an error naming it, before any table is written
         for metric, value in flatten(data.get("metrics", {}), sep="/").items():
             if value is None or _is_number(value):
                 number = None if value is None or math.isnan(value) else float(value)
-                rows.append({"variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
+                rows.append({"group": group, "variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
                              "metric": metric, "value": number})
     return pl.DataFrame(rows, schema=LONG_SCHEMA)
 
@@ -69,17 +63,16 @@ def last_diagnostics(metrics_jsonl: Path, prefix: str = "diag/", also: tuple[str
 def collect_diagnostics(runs_dir: Path) -> pl.DataFrame:
     """The end-of-training diagnostics of every run folder, one row per (run, key)."""
     rows = []
-    for path in sorted(runs_dir.glob("*/seed*/metrics.jsonl")):
+    for path in sorted(runs_dir.glob("*/*/seed*/metrics.jsonl")):
         found = last_diagnostics(path)
         if found is None:
             continue
-        variant, size = split_run(path.parents[1].name)
+        group, variant, size, seed = run_parts(path.parent)
         step, diag = found
-        seed = _seed_of(path.parent)
         cone_k = _run_cone_k(path.parent / "config.yaml")
         if cone_k is not None:
             diag["cone_k"] = cone_k
-        rows += [{"variant": variant, "size": size, "seed": seed, "step": step, "key": k, "value": v}
+        rows += [{"group": group, "variant": variant, "size": size, "seed": seed, "step": step, "key": k, "value": v}
                  for k, v in diag.items()]
     return pl.DataFrame(rows, schema=DIAG_SCHEMA)
 
@@ -92,20 +85,41 @@ def _run_cone_k(config_yaml: Path) -> float | None:
     return float(value) if _is_number(value) else None
 
 
-def configured_variants(cfg: dict[str, Any]) -> list[str]:
-    """runs.variants, plus the tuned variant when the config trains one."""
-    names = list(cfg.get("runs", {}).get("variants", []))
-    tune = cfg.get("tune") or {}
-    if tune.get("enabled") and tune.get("train_best", True):
-        names.append(TUNED_VARIANT)
-    return names
+def qualify(name: str, group: str) -> str:
+    """``<group>/<variant>`` as written, or a bare variant name in ``group``."""
+    return name if "/" in name else f"{group}/{name}"
 
 
-def configured_seeds(cfg: dict[str, Any], variant: str) -> list[int]:
-    """The seeds the config trains ``variant`` with (as the workflow's run matrix does)."""
-    runs = cfg.get("runs", {})
-    by_variant = runs.get("seeds_by_variant") or {}
-    return [int(k) for k in by_variant.get(variant, runs.get("seeds", []))]
+def listed_runs(frame: pl.DataFrame, plan: Plan) -> pl.DataFrame:
+    """``frame`` (with a ``group`` column) re-keyed by the runs the plan lists: ``variant`` becomes
+    ``<group>/<variant>`` of the listing group, a borrowed run is repeated under each group that
+    lists it, and a folder no group lists (left from another config) is dropped."""
+    keys = [{"home": home.group, "variant": key.variant, "size": key.size, "seed": key.seed, "listed": key.qualified}
+            for key, home in plan.home.items()]
+    if not keys or frame.is_empty():
+        return frame.drop("group")
+    index = pl.DataFrame(keys, schema={"home": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64,
+                                       "listed": pl.Utf8})
+    joined = frame.join(index, left_on=["group", "variant", "size", "seed"], right_on=["home", "variant", "size", "seed"])
+    columns = [c for c in frame.columns if c != "group"]
+    return joined.with_columns(pl.col("listed").alias("variant")).select(columns).sort(["variant", "size", "seed"])
+
+
+def configured_variants(plan: Plan) -> list[str]:
+    """Every ``<group>/<variant>`` the active groups list."""
+    return list(dict.fromkeys(key.qualified for key in plan.home))
+
+
+def configured_seeds(plan: Plan, qualified: str) -> list[int]:
+    """The seeds the config trains ``<group>/<variant>`` with (none for an unknown one)."""
+    group, _, variant = qualified.partition("/")
+    g = plan.groups.get(group)
+    return list(g.seeds) if g is not None and group in plan.configs and variant in g.variants else []
+
+
+def group_sizes(plan: Plan, groups: list[str]) -> list[str]:
+    """The sizes the named active groups train, in order of first appearance."""
+    return list(dict.fromkeys(s for g in groups if g in plan.configs for s in plan.groups[g].sizes))
 
 
 def values_by_seed(long: pl.DataFrame, variant: str, size: str, benchmark: str, metric: str) -> dict[int, float | None]:

@@ -16,12 +16,12 @@ def training_curves(runs_dir: Path, out: Path, keys: tuple[str, ...] = ("loss", 
     import matplotlib.pyplot as plt
 
     series: dict[str, dict[str, list]] = defaultdict(dict)
-    for metrics in sorted(runs_dir.glob("*/seed0/metrics.jsonl")):
+    for metrics in sorted(runs_dir.glob("*/*/seed0/metrics.jsonl")):  # <group>/<variant>-<size>/seed0
         rows = read_metrics(metrics)
         for key in keys:
             pts = [(r["step"], r[key]) for r in rows if key in r]
             if pts:
-                series[key][metrics.parents[1].name] = pts
+                series[key][f"{metrics.parents[2].name}/{metrics.parents[1].name}"] = pts
     if not series:
         return
     fig, axes = plt.subplots(1, len(series), figsize=(5 * len(series), 3.5), squeeze=False)
@@ -39,5 +39,6 @@ def training_curves(runs_dir: Path, out: Path, keys: tuple[str, ...] = ("loss", 
 
 def copy_run_figures(eval_dir: Path, figures: Path) -> None:
     """Figures the analysis benchmark wrote beside its JSON, renamed per run."""
-    for png in sorted(eval_dir.glob("*/seed*/*.png")):
-        atomic_write_bytes(figures / f"{png.parents[1].name}-{png.parent.name}-{png.name}", png.read_bytes())
+    for png in sorted(eval_dir.glob("*/*/seed*/*.png")):  # <group>/<variant>-<size>/seed<k>/<name>.png
+        name = f"{png.parents[2].name}-{png.parents[1].name}-{png.parent.name}-{png.name}"
+        atomic_write_bytes(figures / name, png.read_bytes())

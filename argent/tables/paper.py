@@ -143,9 +143,11 @@ def seeds_note(data: TableInput, variants: list[str]) -> str:
 
 
 def main_table(data: TableInput, spec: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    rows = [{"label": v, "variant": v} for v in spec["variants"]]
+    """``spec["rows"]``: [{label, variant}] (variant as ``<group>/<variant>``); default: one row per
+    entry of ``spec["variants"]``."""
+    rows = spec.get("rows") or [{"label": v, "variant": v} for v in spec["variants"]]
     lines, records = layout(data, rows, spec["columns"])
-    md = ["# Main results (ARGENT Table 2 layout)", "", CELL_LEGEND, "", seeds_note(data, spec["variants"]), "",
+    md = ["# Main results (ARGENT Table 2 layout)", "", CELL_LEGEND, "", seeds_note(data, [r["variant"] for r in rows]), "",
           markdown(lines), "", published_markdown("table2"), ""]
     return "\n".join(md), records
 

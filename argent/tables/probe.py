@@ -1,4 +1,4 @@
-"""The TaxGen probe table (results/probe/<run>/seed<k>.json -> probe.{md,csv})."""
+"""The TaxGen probe table (results/probe/<group>/<variant>-<size>/seed<k>.json -> probe.{md,csv})."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ def probe_table(probe_dir: Path, conditions: tuple[str, ...] = PROBE_CONDITIONS)
     """TaxGen at 100 % hypernym ablation: unseen-hypernym macro-F1 (category mean, test split) per
     run, mean ± 95 % CI over probe seeds, beside the always-"No" majority baseline."""
     records: list[dict[str, Any]] = []
-    for path in sorted(probe_dir.glob("*/seed*.json")):
+    for path in sorted(probe_dir.glob("*/*/seed*.json")):
         data = read_json(path)
         variant, size = split_run(path.parent.name)
+        variant = f"{path.parent.parent.name}/{variant}"
         for cond in data["conditions"]:
             if cond["name"] not in conditions:
                 continue

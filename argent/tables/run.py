@@ -7,7 +7,7 @@ mechanism.{md,csv}, probe.{md,csv} (when the probe ran), plus whatever the write
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,7 +17,9 @@ from argent.io import atomic_output, atomic_write_text
 from argent.tracking import log_tables_run
 from argent.tables.claims import ClaimsSpec, claims_markdown, claims_rows, load_claims, parse_roles
 from argent.tables.cost import write_cost_tables
-from argent.tables.collect import collect, collect_diagnostics, configured_seeds, configured_variants
+from argent.plan.groups import build_plan
+from argent.tables.collect import (collect, collect_diagnostics, configured_seeds, configured_variants, group_sizes,
+                                   listed_runs, qualify)
 from argent.tables.figures import copy_run_figures, training_curves
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
 from argent.tables.paper import TableInput, ablation_table, main_table
@@ -32,6 +34,7 @@ class TablesOptions:
     figures: Path | None = None            # default <results>/figures/runs
     curves: Path | None = None             # default <results>/figures/training_curves.png
     claims_file: Path | None = None        # default tables.claims.file of the config
+    base_dir: Path = Path(".")             # relative config paths (the workflow's root)
     written: list[Path] = field(default_factory=list)
 
     @property
@@ -76,27 +79,40 @@ def run(opts: TablesOptions) -> list[Path]:
     """Build every table; returns the files written."""
     cfg, results = opts.config, opts.results
     opts.tables_dir.mkdir(parents=True, exist_ok=True)
-    long = collect(results / "eval")
+    plan = build_plan(cfg, opts.base_dir)
+    long = listed_runs(collect(results / "eval"), plan)
     if long.is_empty():
-        raise ValueError(f"no evaluation JSON under {results / 'eval'}; run the evaluate jobs first")
-    evaluated_sizes = set(long["size"].to_list())
-    sizes = [s for s in cfg["runs"]["sizes"] if s in evaluated_sizes]
+        raise ValueError(f"no evaluation JSON of a run the config's groups list under {results / 'eval'}; "
+                         f"run the evaluate jobs first")
+    evaluated = set(long["size"].to_list())
     spec = cfg["tables"]
-    named = spec["main"]["variants"] + [r["variant"] for g in spec["ablations"]["groups"] for r in g["rows"]]
+    main_group, abl_group = spec["main"].get("group", "main"), spec["ablations"].get("group", "ablations")
+    main_spec = {**spec["main"], "rows": [{"label": v, "variant": qualify(v, main_group)} for v in spec["main"]["variants"]]}
+    abl_spec = {**spec["ablations"], "groups": [
+        {**g, "rows": [{**r, "variant": qualify(r["variant"], abl_group)} for r in g["rows"]]}
+        for g in spec["ablations"]["groups"]]}
     claims = claims_spec(opts)
+    claims = replace(claims, claims=[replace(c, a=qualify(c.a, "main"), b=qualify(c.b, "main")) for c in claims.claims])
+    named = [r["variant"] for r in main_spec["rows"]] + [r["variant"] for g in abl_spec["groups"] for r in g["rows"]]
     named += [v for c in claims.claims for v in (c.a, c.b)]
-    variants = list(dict.fromkeys(configured_variants(cfg) + named))
-    seeds = {v: configured_seeds(cfg, v) for v in variants}
-    data = TableInput.build(long, sizes, seeds)
+    variants = list(dict.fromkeys(configured_variants(plan) + named))
+    seeds = {v: configured_seeds(plan, v) for v in variants}
+
+    def sizes_of(names: list[str]) -> list[str]:
+        return [s for s in group_sizes(plan, [n.partition("/")[0] for n in names]) if s in evaluated]
+
+    all_sizes = sizes_of(variants)
+    main_data = TableInput.build(long, sizes_of([r["variant"] for r in main_spec["rows"]]), seeds)
+    abl_data = TableInput.build(long, sizes_of([r["variant"] for g in abl_spec["groups"] for r in g["rows"]]), seeds)
 
     # Everything is read and computed before the first file is written: a damaged input fails the
     # job with the tables of the last good run still in place.
-    tables = {"main": main_table(data, spec["main"]), "ablations": ablation_table(data, spec["ablations"])}
-    rows = claims_rows(claims, long, sizes, seeds, set(configured_variants(cfg)))
+    tables = {"main": main_table(main_data, main_spec), "ablations": ablation_table(abl_data, abl_spec)}
+    rows = claims_rows(claims, long, all_sizes, seeds, set(configured_variants(plan)))
     tables["claims"] = (claims_markdown(rows), rows)
-    mech = mechanism_rows(collect_diagnostics(results / "runs"), variants, sizes, seeds)
+    mech = mechanism_rows(listed_runs(collect_diagnostics(results / "runs"), plan), variants, all_sizes, seeds)
     tables["mechanism"] = (mechanism_markdown(mech), mech)
-    if any((results / "probe").glob("*/seed*.json")):
+    if any((results / "probe").glob("*/*/seed*.json")):
         tables["probe"] = probe_table(results / "probe")
     for name, (md, records) in tables.items():
         _write(opts, name, md, records)

@@ -22,7 +22,8 @@ FREE_TEXT = [  # every config string that reaches a shell command or becomes a p
     ("results",), ("variants_file",), ("hiershapes", "out"), ("data", "train_shards"), ("data", "negatives"),
     ("clean", "scorer"), ("clean", "keep"), ("clean", "datasets", "hierarcaps", "csv"),
     ("clean", "datasets", "hierarcaps", "images"), ("negatives", "wordnet_zip"), ("probe", "data"),
-    ("tune", "study"), ("tune", "base_variant"), ("runs", "variants", 0), ("runs", "sizes", 0),
+    ("tune", "study"), ("tune", "base_variant"), ("groups", "main", "variants", 0), ("groups", "ablations", "from"), ("runs", "sizes", 0),
+    ("groups", "main", "sizes", 0), ("probe", "variants", 0), ("cost", "step_times"),
     ("evaluate", "benchmarks", 0),
 ]
 

@@ -15,7 +15,8 @@ from .conftest import ROOT, TINY
 
 
 def config_with(tmp_path, benchmarks, **extra):
-    cfg = {**TINY, "results": str(tmp_path / "results"), "runs": {"variants": ["meru"], "sizes": ["tiny"]},
+    cfg = {**TINY, "results": str(tmp_path / "results"), "runs": {"sizes": ["tiny"]},
+           "groups": {"main": {"variants": ["meru"]}},
            "evaluate": {"benchmarks": list(benchmarks)}, "benchmarks": benchmarks, **extra}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))

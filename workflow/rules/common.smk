@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -11,6 +12,9 @@ import yaml
 
 from argent.check import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
 from argent.config import ConfigError, check_name, experiment_from_dict
+from argent.plan.cost import cost_line
+from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, uses_negatives
+from argent.runs import eval_dir as runs_eval_dir, run_dir as runs_run_dir
 
 ROOT = Path(workflow.basedir)
 RESULTS = Path(config["results"])
@@ -59,53 +63,59 @@ def enabled(section):
     return bool((config.get(section) or {}).get("enabled", False))
 
 
-# ---- the run matrix -------------------------------------------------------------------------
+# ---- the run matrix: experiment groups (argent/plan/groups.py) ------------------------------------
 
-TUNED_VARIANT = "argent-tuned"
+# Resolved once: which runs each group lists, which of them it borrows from another group (same
+# training config hash: trained once), which groups are left out and why (one line each).
+try:
+    PLAN = build_plan(config, ROOT)
+except ConfigError as err:
+    raise ValueError(f"experiment groups: {err}") from None
+for _line in left_out_lines(PLAN):
+    print(_line, file=sys.stderr)
+GROUP_CONFIG = {name: R("groups", f"{name}.yaml") for name in PLAN.configs}
+for _name, _path in GROUP_CONFIG.items():
+    _write_if_changed(
+        _path,
+        yaml.safe_dump({**PLAN.configs[_name], "variants_file": str(ROOT / config["variants_file"])}, sort_keys=True),
+    )
+print(cost_line(config, PLAN, ROOT), file=sys.stderr)
 
 
-def variants():
-    names = [v for v in config["runs"]["variants"] if negatives_available() or not uses_negatives(v)]
-    if enabled("tune") and config["tune"].get("train_best", True):
-        names.append(TUNED_VARIANT)
-    return [check_name(v, "runs.variants") for v in names]
-
-
-def seeds_of(variant):
-    """runs.seeds, or the variant's own list in runs.seeds_by_variant (e.g. fewer for ablations)."""
-    return (config["runs"].get("seeds_by_variant") or {}).get(variant, config["runs"]["seeds"])
+def group_cfg(group):
+    return PLAN.configs[group]
 
 
 def run_keys():
-    return [
-        (v, check_name(s, "runs.size"), int(k))
-        for v in variants()
-        for s in config["runs"]["sizes"]
-        for k in seeds_of(v)
-    ]
+    """The runs this DAG trains (a borrowed run appears once, under the group that trains it)."""
+    return PLAN.trained
 
 
-def run_dir(variant, size, seed):
-    return R("runs", f"{variant}-{size}", f"seed{seed}")
+def run_dir(group, variant, size, seed):
+    return str(runs_run_dir(RESULTS, group, variant, size, seed))
 
 
-def base_variant(variant):
-    """The tuned variant is the tuned study's base variant plus best.yaml on top."""
-    return config["tune"]["base_variant"] if variant == TUNED_VARIANT else variant
+def key_of(wildcards):
+    return RunKey(wildcards.group, wildcards.variant, wildcards.size, int(wildcards.seed))
+
+
+def run_resource(wildcards, key, default):
+    return (group_cfg(wildcards.group).get("runs") or {}).get(key, default)
 
 
 def run_hash(wildcards):
     """Hash of the resolved experiment config: changes iff the run's result can change."""
+    gcfg = group_cfg(wildcards.group)
     try:
-        exp = experiment_from_dict(config, base_variant(wildcards.variant), wildcards.size,
+        exp = experiment_from_dict(gcfg, base_variant(gcfg, wildcards.variant), wildcards.size,
                                    int(wildcards.seed), base_dir=ROOT)
     except ConfigError as err:
-        raise ValueError(f"config for run {wildcards.variant}-{wildcards.size}/seed{wildcards.seed}: {err}")
+        raise ValueError(f"config for run {key_of(wildcards)}: {err}")
     return exp.result_hash()
 
 
 def summaries():
-    return [str(Path(run_dir(*key)) / "summary.json") for key in run_keys()]
+    return [str(Path(run_dir(k.group, k.variant, k.size, k.seed)) / "summary.json") for k in run_keys()]
 
 
 # ---- data -------------------------------------------------------------------------------------
@@ -118,16 +128,17 @@ NLTK_DATA = R("nltk_data")
 WORDNET_ZIP = R("nltk_data", "corpora", "wordnet.zip")
 
 
-def training_data_inputs_plain(wildcards=None):
+def shards_inputs(shards):
     """The generated training data, when training reads the embedded benchmark."""
-    return [HIERSHAPES_MANIFEST] if config["data"].get("train_shards", "").startswith(HIERSHAPES) else []
+    return [HIERSHAPES_MANIFEST] if shards.startswith(HIERSHAPES) else []
 
 
 def training_data_inputs(wildcards):
     """Files the training job needs built first (generated data, mined negatives)."""
-    inputs = training_data_inputs_plain()
-    if uses_negatives(base_variant(wildcards.variant)):
-        inputs.append(config["data"]["negatives"])
+    gcfg = group_cfg(wildcards.group)
+    inputs = shards_inputs(gcfg["data"].get("train_shards", ""))
+    if uses_negatives(gcfg, wildcards.variant, ROOT):
+        inputs.append(gcfg["data"]["negatives"])
     return inputs
 
 
@@ -173,7 +184,7 @@ def skipped_benchmarks():
 
 def benchmark_inputs(wildcards):
     """The run, and whatever this DAG makes that the run's benchmarks read."""
-    inputs = [str(Path(run_dir(wildcards.variant, wildcards.size, wildcards.seed)) / "summary.json")]
+    inputs = [str(Path(run_dir(wildcards.group, wildcards.variant, wildcards.size, wildcards.seed)) / "summary.json")]
     for name in benchmarks():
         entry = config["benchmarks"][name]
         if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
@@ -186,8 +197,8 @@ def benchmark_inputs(wildcards):
 
 def eval_targets():
     return [
-        str(Path(R("eval", f"{v}-{s}", f"seed{k}")) / f"{b}.json")
-        for v, s, k in run_keys()
+        str(runs_eval_dir(RESULTS, k.group, k.variant, k.size, k.seed) / f"{b}.json")
+        for k in run_keys()
         for b in benchmarks()
     ]
 
@@ -195,24 +206,25 @@ def eval_targets():
 # ---- negatives ----------------------------------------------------------------------------------
 
 
-def _variant_field(variant, field):
-    from argent.config import load_variants
+def _mining_jobs():
+    """{negatives parquet: training shards} over the groups whose variants train on hard negatives.
+    One parquet is mined from one set of shards; two groups that disagree are an error."""
+    jobs = {}
+    for group in PLAN.active():
+        gcfg = group_cfg(group.name)
+        if not any(uses_negatives(gcfg, v, ROOT) for v in group.variants):
+            continue
+        parquet, shards = gcfg["data"].get("negatives", ""), gcfg["data"].get("train_shards", "")
+        if not parquet:
+            raise ValueError(f"groups.{group.name}: its variants train on hard negatives but data.negatives is empty")
+        if jobs.get(parquet, shards) != shards:
+            raise ValueError(f"data.negatives {parquet}: mined from two different data.train_shards "
+                             f"({jobs[parquet]} and {shards}); give each group its own data.negatives path")
+        jobs[parquet] = shards
+    return jobs
 
-    catalogue = load_variants(ROOT / config.get("variants_file", "config/variants.yaml"))
-    if variant not in catalogue:
-        raise ValueError(f"runs.variants: {variant!r} is not in the variant catalogue; known: {sorted(catalogue)}")
-    entry = dict(catalogue[variant], **(config.get("variant_overrides") or {}).get(variant, {}))
-    return entry.get(field)
 
-
-def uses_negatives(variant):
-    return (_variant_field(variant, "hard_negatives") or "none") != "none"
-
-
-def negatives_available():
-    """Mining needs WordNet (NLTK's wordnet.zip); without it the negatives variants are left out."""
-    zip_path = config["negatives"].get("wordnet_zip", "")
-    return bool(zip_path) and Path(zip_path).is_file()
+MINING_JOBS = _mining_jobs()
 
 
 # ---- launching ------------------------------------------------------------------------------------
@@ -220,7 +232,7 @@ def negatives_available():
 
 def train_launcher(wildcards, threads):
     """``python -m argent`` on one process; ``torchrun`` (free rendezvous port) for several GPUs."""
-    gpus = int(config["runs"].get("gpus", 0))
+    gpus = int(run_resource(wildcards, "gpus", 0))
     if gpus > 1:
         return ["torchrun", "--standalone", "--nproc_per_node", str(gpus), "-m", "argent"]
     return ["argent"]
@@ -228,16 +240,30 @@ def train_launcher(wildcards, threads):
 
 # ---- probe and tables ---------------------------------------------------------------------------------
 
-def probe_targets():
+def probe_runs():
+    """(output, run) per probed run: probe.variants name ``<group>/<variant>`` (a bare name: main)."""
     if not config["probe"].get("enabled"):
-        return []
-    sizes = config["probe"].get("sizes") or config["runs"]["sizes"]
-    return [
-        R("probe", f"{v}-{s}", f"seed{k}.json")
-        for v in config["probe"]["variants"] if v in variants()
-        for s in sizes
-        for k in config["probe"]["seeds"]
-    ]
+        return {}
+    out = {}
+    for name in config["probe"]["variants"]:
+        group, _, variant = name.rpartition("/")
+        group = group or "main"
+        if group not in PLAN.configs:
+            raise ValueError(f"probe.variants: {name!r}: group {group!r} is not an active group; "
+                             f"active: {sorted(PLAN.configs)}")
+        sizes = config["probe"].get("sizes") or PLAN.groups[group].sizes
+        for s in sizes:
+            for k in config["probe"]["seeds"]:
+                key = RunKey(group, variant, s, int(k))
+                if key not in PLAN.home:
+                    raise ValueError(f"probe: {key} is not a run of group {group} (probe.variants/sizes/seeds)")
+                home = PLAN.home[key]
+                out[R("probe", home.group, f"{variant}-{s}", f"seed{k}.json")] = home
+    return out
+
+
+def probe_targets():
+    return list(probe_runs())
 
 
 def table_extras():
@@ -268,12 +294,24 @@ def tune_objective_entries():
     return {name: config["benchmarks"].get(name) or {} for name in names}
 
 
+def tuning_group():
+    """The group that trains the tuned variant (its budget is the study's), or None."""
+    return next((g.name for g in PLAN.active() if TUNED_VARIANT in g.variants), None)
+
+
+def tune_config():
+    """The config file a study worker reads: the tuning group's, else the base one."""
+    group = tuning_group()
+    return GROUP_CONFIG[group] if group else EFFECTIVE_CONFIG
+
+
 def tune_inputs(wildcards):
     """What a worker reads that this DAG makes: training data, and the validation benchmarks'
     generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
-    inputs = set(training_data_inputs_plain())
-    if uses_negatives(config["tune"]["base_variant"]):
-        inputs.add(config["data"]["negatives"])
+    gcfg = group_cfg(tuning_group()) if tuning_group() else config
+    inputs = set(shards_inputs(gcfg["data"].get("train_shards", "")))
+    if uses_negatives(gcfg, config["tune"]["base_variant"], ROOT):
+        inputs.add(gcfg["data"]["negatives"])
     for entry in tune_objective_entries().values():
         if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
             inputs.add(HIERSHAPES_MANIFEST)

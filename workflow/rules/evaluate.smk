@@ -6,17 +6,17 @@ rule evaluate:
     input:
         benchmark_inputs,
     output:
-        [R("eval", "{variant}-{size}", "seed{seed}", f"{b}.json") for b in benchmarks()],
+        [R("eval", "{group}", "{variant}-{size}", "seed{seed}", f"{b}.json") for b in benchmarks()],
     params:
-        run_dir=lambda w: run_dir(w.variant, w.size, w.seed),
+        run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
         names=benchmarks(),
         out_dir=lambda w, output: str(Path(output[0]).parent),
         hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
         config=EFFECTIVE_CONFIG,
     benchmark:
-        R("benchmarks", "evaluate", "{variant}-{size}-seed{seed}.tsv"),
+        R("benchmarks", "evaluate", "{group}", "{variant}-{size}-seed{seed}.tsv"),
     log:
-        R("logs", "evaluate", "{variant}-{size}-seed{seed}.log"),
+        R("logs", "evaluate", "{group}", "{variant}-{size}-seed{seed}.log"),
     threads: config["evaluate"].get("threads", 1)
     resources:
         mem_mb=4000,

@@ -1,21 +1,24 @@
 # Concreteness-aware hard negatives for the training captions (Concrete Jungle; our documented design).
 
 
+# One job per negatives parquet that an active group trains on (common.smk: MINING_JOBS).
 rule mine_negatives:
     input:
-        data=training_data_inputs_plain,
+        data=lambda w: shards_inputs(MINING_JOBS[w.parquet]),
         wordnet=WORDNET_ZIP,
     output:
-        parquet=config["data"]["negatives"],
+        parquet="{parquet}",
+    wildcard_constraints:
+        parquet="|".join(re.escape(p) for p in MINING_JOBS) or r"(?!)",
     params:
-        shards=config["data"]["train_shards"],
+        shards=lambda w: MINING_JOBS[w.parquet],
         nltk=lambda w, input: str(Path(input.wordnet).parent.parent),
         config=EFFECTIVE_CONFIG,  # argent mine reads its options from the negatives: section there
         hash=stable_hash(config["negatives"]),
     benchmark:
-        R("benchmarks", "mine_negatives", "mine.tsv"),
+        R("benchmarks", "mine_negatives", "{parquet}.tsv"),
     log:
-        R("logs", "negatives", "mine.log"),
+        R("logs", "negatives", "{parquet}.log"),
     threads: 1
     resources:
         mem_mb=4000,

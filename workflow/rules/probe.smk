@@ -3,18 +3,18 @@
 
 rule probe:
     input:
-        run=R("runs", "{variant}-{size}", "seed{seed}", "summary.json"),
+        run=R("runs", "{group}", "{variant}-{size}", "seed{seed}", "summary.json"),
         data=HIERSHAPES_MANIFEST if config["probe"]["data"].startswith(HIERSHAPES) else [],
     output:
-        R("probe", "{variant}-{size}", "seed{seed}.json"),
+        R("probe", "{group}", "{variant}-{size}", "seed{seed}.json"),
     params:
-        run_dir=lambda w: run_dir(w.variant, w.size, w.seed),
+        run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
         config=EFFECTIVE_CONFIG,  # the probe reads its probe: section (data, options) from here
         hash=stable_hash(config["probe"]),
     benchmark:
-        R("benchmarks", "probe", "{variant}-{size}-seed{seed}.tsv"),
+        R("benchmarks", "probe", "{group}", "{variant}-{size}-seed{seed}.tsv"),
     log:
-        R("logs", "probe", "{variant}-{size}-seed{seed}.log"),
+        R("logs", "probe", "{group}", "{variant}-{size}-seed{seed}.log"),
     threads: 1
     resources:
         mem_mb=3000,

@@ -31,7 +31,8 @@ rule tables:
         config=EFFECTIVE_CONFIG,
         results=lambda w: str(RESULTS),
         skipped=skipped_benchmarks(),
-        hash=stable_hash([config.get("tables", {}), config["runs"], config.get("tune", {}).get("enabled")]),
+        hash=stable_hash([config.get("tables", {}), config["runs"], config.get("groups"),
+                          config.get("tune", {}).get("enabled"), sorted(map(str, PLAN.home.items()))]),
     benchmark:
         R("benchmarks", "tables", "tables.tsv"),
     log:

@@ -1,9 +1,10 @@
-# One job per (variant, size, seed). summary.json is written last, so it marks a finished run;
+# One job per (group, variant, size, seed); a group trains with its own config file (base + overrides). summary.json is written last, so it marks a finished run;
 # the checkpoint is deliberately not an output: Snakemake deletes the outputs of an incomplete job,
 # and a re-run (--rerun-incomplete) must find the checkpoint to resume from.
 
 
 wildcard_constraints:
+    group=r"[A-Za-z0-9][A-Za-z0-9_.+\-]*",
     variant=r"[A-Za-z0-9][A-Za-z0-9_.+\-]*",
     size=r"[A-Za-z0-9]+",
     seed=r"\d+",
@@ -15,23 +16,23 @@ rule train:
         data=training_data_inputs,
         best=lambda w: [R("tune", config["tune"]["study"], "best.yaml")] if w.variant == TUNED_VARIANT else [],
     output:
-        summary=R("runs", "{variant}-{size}", "seed{seed}", "summary.json"),
+        summary=R("runs", "{group}", "{variant}-{size}", "seed{seed}", "summary.json"),
     params:
-        run_dir=lambda w: run_dir(w.variant, w.size, w.seed),
-        base=lambda w: base_variant(w.variant),
+        run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
+        base=lambda w: base_variant(config, w.variant),
         variant_file=lambda w, input: ["--variant-file", input.best[0]] if input.best else [],
         launcher=train_launcher,
         hash=run_hash,
-        config=EFFECTIVE_CONFIG,
+        config=lambda w: GROUP_CONFIG[w.group],
     benchmark:
-        R("benchmarks", "train", "{variant}-{size}-seed{seed}.tsv"),
+        R("benchmarks", "train", "{group}", "{variant}-{size}-seed{seed}.tsv"),
     log:
-        R("logs", "train", "{variant}-{size}-seed{seed}.log"),
-    threads: config["runs"].get("threads_per_run", 1)
+        R("logs", "train", "{group}", "{variant}-{size}-seed{seed}.log"),
+    threads: lambda w: run_resource(w, "threads_per_run", 1)
     resources:
-        gpu=lambda w: int(config["runs"].get("gpus", 0)),
-        mem_mb=config["runs"].get("mem_mb", 4000),
-        runtime=config["runs"].get("runtime_min", 60),
+        gpu=lambda w: int(run_resource(w, "gpus", 0)),
+        mem_mb=lambda w: run_resource(w, "mem_mb", 4000),
+        runtime=lambda w: run_resource(w, "runtime_min", 60),
     shell:
         "{params.launcher:q} train --config {params.config:q} --variant {params.base:q} --size {wildcards.size:q}"
         " --seed {wildcards.seed:q} --out {params.run_dir:q} --resume auto --threads {threads:q}"

@@ -10,8 +10,9 @@ rule tune_worker:
         touch(R("tune", "{study}", "workers", "{worker}.done")),
     params:
         out=lambda w, output: str(Path(output[0]).parent.parent),
-        config=EFFECTIVE_CONFIG,
-        hash=stable_hash([config.get("tune", {}), tune_objective_entries()]),
+        config=tune_config(),  # the tuning group's config: the study trains on its budget
+        hash=stable_hash([config.get("tune", {}), tune_objective_entries(),
+                          PLAN.groups[tuning_group()].overrides if tuning_group() else {}]),
     benchmark:
         R("benchmarks", "tune_worker", "{study}-worker{worker}.tsv"),
     log:
@@ -33,7 +34,7 @@ rule tune_export:
         trials=R("tune", "{study}", "trials.csv"),
     params:
         out=lambda w, output: str(Path(output.best).parent),
-        config=EFFECTIVE_CONFIG,
+        config=tune_config(),
     benchmark:
         R("benchmarks", "tune_export", "{study}-export.tsv"),
     log:

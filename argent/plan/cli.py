@@ -1,0 +1,68 @@
+"""`argent plan --config FILE [--set key=value ...]`: per experiment group, the runs the workflow
+would train, their steps, GPUs per run and estimated GPU-hours (CPU core-hours on CPU), and the
+total; nothing is trained. A config other than the default is merged over config/config.yaml, as
+Snakemake's ``--configfile`` does.
+
+`argent plan --record-from RESULTS` writes the measured step-time record (RESULTS/bench/step_times.json)
+from the finished training jobs of a results folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from argent.config import ConfigError, check_sections, deep_merge, load_workflow_config, load_yaml
+from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
+from argent.plan.groups import build_plan, left_out_lines
+
+DEFAULT_CONFIG = Path("config") / "config.yaml"
+
+
+def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
+    """The merged workflow config as the Snakefile sees it: the default, the file, the overrides."""
+    cfg: dict[str, Any] = {}
+    default = base_dir / DEFAULT_CONFIG
+    if merge_default and default.is_file() and default.resolve() != (base_dir / config).resolve():
+        cfg = load_yaml(default)
+    cfg = deep_merge(cfg, load_workflow_config(base_dir / config if not config.is_absolute() else config, overrides))
+    check_sections(cfg)
+    return cfg
+
+
+def run(cfg: dict[str, Any], base_dir: Path, out: Any = None) -> str:
+    out = out or sys.stdout
+    plan = build_plan(cfg, base_dir)
+    costs = group_costs(cfg, plan, base_dir)
+    for line in left_out_lines(plan):
+        print(line, file=out)
+    print(table(costs), file=out)
+    line = summary_line(costs, plan)
+    print(line, file=out)
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="argent plan", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", type=Path, help="workflow config (e.g. config/paper.yaml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set cost.step_seconds.S=0.35 (repeatable)")
+    p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
+    p.add_argument("--base-dir", type=Path, default=Path.cwd(), help="project root (relative paths; default: cwd)")
+    p.add_argument("--record-from", type=Path, default=None, metavar="RESULTS",
+                   help="write RESULTS/bench/step_times.json from RESULTS' finished training jobs")
+    args = p.parse_args(argv)
+    if args.record_from is not None:
+        out = args.record_from / RECORD
+        record = record_from_runs(args.record_from, out)
+        print(f"argent plan: wrote {out}: " + ", ".join(
+            f"{s}: {v['step_seconds']:.4g} s/step at batch {v['batch_size']} on {v['device']} ({v['jobs']} jobs)"
+            for s, v in record["sizes"].items()) + f"; machine {record['machine']}")
+        return 0
+    if args.config is None:
+        raise ConfigError("argent plan: --config FILE is required (or --record-from RESULTS)")
+    cfg = merged_config(args.config, args.overrides, args.base_dir, not args.no_default)
+    run(cfg, args.base_dir)
+    return 0

@@ -1,0 +1,257 @@
+"""Experiment groups: the workflow config's ``groups:`` section, resolved into the runs to train.
+
+A group is one experiment of the protocol (docs/scaling.md): its variants, sizes, seeds and the
+training overrides that define its budget (merged over the base config), and the tables it feeds.
+A run's identity includes its group: ``<results>/runs/<group>/<variant>-<size>/seed<k>``.
+
+A group may borrow from another (``from: main``): a run it lists whose resolved training config
+hashes the same as the other group's run of that variant/size/seed is not trained twice; its
+evaluation is read from the other group's folder. A group that cannot run (hard-negative variants
+without WordNet) is an error, or, with ``optional: true``, left out with one printed line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from argent.config import (
+    ConfigError,
+    check_name,
+    deep_merge,
+    experiment_from_dict,
+    load_variants,
+)
+
+TUNED_VARIANT = "argent-tuned"  # the tuned study's best trial, retrained (base variant + best.yaml)
+GROUP_KEYS = ("enabled", "variants", "sizes", "seeds", "overrides", "from", "optional", "tables", "note")
+OVERRIDE_SECTIONS = ("train", "train_by_size", "optim", "data", "model", "variant_overrides", "runs")
+RUN_RESOURCE_KEYS = ("gpus", "threads_per_run", "mem_mb", "runtime_min")
+TABLE_NAMES = ("main", "ablations", "claims", "mechanism", "probe")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    group: str
+    variant: str
+    size: str
+    seed: int
+
+    @property
+    def qualified(self) -> str:
+        """``<group>/<variant>``: how tables and claims name a group's variant."""
+        return f"{self.group}/{self.variant}"
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.variant}-{self.size}/seed{self.seed}"
+
+
+@dataclass
+class Group:
+    name: str
+    variants: list[str]
+    sizes: list[str]
+    seeds: list[int]
+    overrides: dict[str, Any] = field(default_factory=dict)
+    borrow_from: str = ""
+    optional: bool = False
+    enabled: bool = True
+    tables: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def run_keys(self) -> list[RunKey]:
+        return [RunKey(self.name, v, s, k) for v in self.variants for s in self.sizes for k in self.seeds]
+
+
+def _typed(value: Any, kind: type | tuple[type, ...], where: str, expected: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ConfigError(f"{where}: expected {expected}, got {value!r}")
+    return value
+
+
+def _list(value: Any, where: str, item: type, check: Callable[[Any, str], Any] | None = None) -> list:
+    _typed(value, list, where, "a list")
+    if not value:
+        raise ConfigError(f"{where}: empty; list at least one")
+    for i, v in enumerate(value):
+        _typed(v, item, f"{where}[{i}]", item.__name__)
+        if check:
+            check(v, f"{where}[{i}]")
+    return list(value)
+
+
+def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
+    """Every group of ``cfg['groups']`` (disabled ones included), checked key by key."""
+    raw = cfg.get("groups")
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError("groups: missing or empty; name at least one experiment group (docs/scaling.md)")
+    runs = cfg.get("runs") or {}
+    out: dict[str, Group] = {}
+    for name, entry in raw.items():
+        where = f"groups.{name}"
+        check_name(name, "groups")
+        _typed(entry, dict, where, "a mapping")
+        unknown = sorted(set(entry) - set(GROUP_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {list(GROUP_KEYS)}")
+        overrides = _typed(entry.get("overrides") or {}, dict, f"{where}.overrides", "a mapping")
+        bad = sorted(set(overrides) - set(OVERRIDE_SECTIONS))
+        if bad:
+            raise ConfigError(f"{where}.overrides: unknown section(s) {bad}; allowed: {list(OVERRIDE_SECTIONS)}")
+        bad_runs = sorted(set(overrides.get("runs") or {}) - set(RUN_RESOURCE_KEYS))
+        if bad_runs:
+            raise ConfigError(f"{where}.overrides.runs: unknown key(s) {bad_runs}; allowed: {list(RUN_RESOURCE_KEYS)}")
+        tables = _typed(entry.get("tables", []), list, f"{where}.tables", "a list")
+        bad_tables = [t for t in tables if t not in TABLE_NAMES]
+        if bad_tables:
+            raise ConfigError(f"{where}.tables: unknown table(s) {bad_tables}; allowed: {list(TABLE_NAMES)}")
+        out[name] = Group(
+            name=name,
+            variants=_list(entry.get("variants"), f"{where}.variants", str, check_name),
+            sizes=_list(entry.get("sizes", runs.get("sizes", ["tiny"])), f"{where}.sizes", str,
+                        lambda v, w: check_name(v, f"{w} size")),
+            seeds=[int(k) for k in _list(entry.get("seeds", runs.get("seeds", [0])), f"{where}.seeds", int)],
+            overrides=overrides,
+            borrow_from=_typed(entry.get("from", ""), str, f"{where}.from", "a group name"),
+            optional=_typed(entry.get("optional", False), bool, f"{where}.optional", "true/false"),
+            enabled=_typed(entry.get("enabled", True), bool, f"{where}.enabled", "true/false"),
+            tables=list(tables),
+            note=str(entry.get("note", "")),
+        )
+    for group in out.values():  # `from` chains end (no cycle), at groups that exist
+        seen, name = [group.name], group.borrow_from
+        while name:
+            if name not in out:
+                raise ConfigError(f"groups.{seen[-1]}.from: {name!r} is not a group; known: {sorted(out)}")
+            if name in seen:
+                raise ConfigError(f"groups.{group.name}.from: a cycle {' -> '.join(seen + [name])}")
+            seen.append(name)
+            name = out[name].borrow_from
+    return out
+
+
+def group_config(cfg: dict[str, Any], group: Group) -> dict[str, Any]:
+    """The workflow config one group's jobs read: the base config with the group's overrides on top,
+    and its name as the MLflow tag ``experiment_group`` (tracking is outside the result hash)."""
+    base = {k: v for k, v in cfg.items() if k != "groups"}
+    merged = deep_merge(base, group.overrides)
+    return deep_merge(merged, {"tracking": {"tags": {"experiment_group": group.name}}})
+
+
+def tune_enabled(cfg: dict[str, Any]) -> bool:
+    return bool((cfg.get("tune") or {}).get("enabled", False))
+
+
+def base_variant(cfg: dict[str, Any], variant: str) -> str:
+    """The tuned variant trains as the study's base variant plus best.yaml on top."""
+    return (cfg.get("tune") or {}).get("base_variant", "argent") if variant == TUNED_VARIANT else variant
+
+
+def uses_negatives(cfg: dict[str, Any], variant: str, base_dir: Path) -> bool:
+    catalogue = load_variants(_variants_file(cfg, base_dir))
+    name = base_variant(cfg, variant)
+    if name not in catalogue:
+        raise ConfigError(f"variant {name!r} is not in the variant catalogue; known: {sorted(catalogue)}")
+    entry = deep_merge(catalogue[name], (cfg.get("variant_overrides") or {}).get(name, {}))
+    return (entry.get("hard_negatives") or "none") != "none"
+
+
+def _variants_file(cfg: dict[str, Any], base_dir: Path) -> Path:
+    path = Path(cfg.get("variants_file", "config/variants.yaml"))
+    return path if path.is_absolute() else base_dir / path
+
+
+def negatives_available(cfg: dict[str, Any], base_dir: Path) -> bool:
+    zip_path = (cfg.get("negatives") or {}).get("wordnet_zip", "")
+    return bool(zip_path) and (base_dir / zip_path).is_file()
+
+
+@dataclass
+class Plan:
+    """What the DAG trains: every listed run, the run that trains it (itself or a borrowed one),
+    and the groups left out, each with its reason."""
+
+    groups: dict[str, Group]
+    configs: dict[str, dict[str, Any]]               # group -> its merged config
+    home: dict[RunKey, RunKey]                       # listed run -> the run that trains it
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def trained(self) -> list[RunKey]:
+        """Runs trained by this DAG, each once, in group order."""
+        return [k for k, h in self.home.items() if k == h]
+
+    def active(self) -> list[Group]:
+        return [g for g in self.groups.values() if g.name in self.configs]
+
+    def qualified_home(self) -> dict[tuple[str, str, str], str]:
+        """(``group/variant``, size, seed as str) -> the ``group/variant`` whose folder holds the run."""
+        return {(k.qualified, k.size, str(k.seed)): h.group for k, h in self.home.items()}
+
+
+def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
+               result_hash: Callable[[dict[str, Any], RunKey], str] | None = None) -> Plan:
+    """Resolve the groups. ``result_hash(group_config, key)`` hashes a run's training config
+    (default: the resolved ``ExperimentConfig``); equal hashes let a group borrow a run."""
+    groups = parse_groups(cfg)
+    hash_of = result_hash or (lambda gcfg, key: experiment_from_dict(
+        gcfg, base_variant(gcfg, key.variant), key.size, key.seed, base_dir=base_dir).result_hash())
+    plan = Plan(groups, {}, {})
+    for group in groups.values():
+        if not group.enabled:
+            plan.left_out.append((group.name, f"groups.{group.name}.enabled is false"))
+            continue
+        gcfg = group_config(cfg, group)
+        reason = _cannot_run(gcfg, group, base_dir)
+        if reason:
+            if not group.optional:
+                raise ConfigError(f"groups.{group.name}: {reason}; fix it, or mark the group `optional: true` "
+                                  f"to run without it")
+            plan.left_out.append((group.name, reason))
+            continue
+        plan.configs[group.name] = gcfg
+    hashes: dict[RunKey, str] = {}
+    for group in sorted(plan.active(), key=lambda g: _depth(groups, g)):  # a lender before its borrowers
+        lender = groups.get(group.borrow_from) if group.borrow_from in plan.configs else None
+        for key in group.run_keys():
+            plan.home[key] = key
+            if lender is None or key.variant == TUNED_VARIANT or key.variant not in lender.variants:
+                continue
+            other = RunKey(lender.name, key.variant, key.size, key.seed)
+            if other not in plan.home:
+                continue
+            for k in (key, other):
+                if k not in hashes:
+                    try:
+                        hashes[k] = hash_of(plan.configs[k.group], k)
+                    except ConfigError as err:
+                        raise ConfigError(f"run {k}: {err}") from None
+            if hashes[key] == hashes[other]:
+                plan.home[key] = plan.home[other]
+    return plan
+
+
+def _depth(groups: dict[str, Group], group: Group) -> int:
+    depth = 0
+    while group.borrow_from:
+        group, depth = groups[group.borrow_from], depth + 1
+    return depth
+
+
+def _cannot_run(gcfg: dict[str, Any], group: Group, base_dir: Path) -> str:
+    if TUNED_VARIANT in group.variants:
+        tune = gcfg.get("tune") or {}
+        if not tune.get("enabled", False) or not tune.get("train_best", True):
+            return (f"lists {TUNED_VARIANT}, which the study trains, but tune.enabled/tune.train_best is off")
+    needs = [v for v in group.variants if uses_negatives(gcfg, v, base_dir)]
+    if needs and not negatives_available(gcfg, base_dir):
+        zip_path = (gcfg.get("negatives") or {}).get("wordnet_zip", "")
+        return (f"{', '.join(needs)} train on mined hard negatives, which need WordNet: "
+                f"negatives.wordnet_zip {zip_path!r} not found")
+    return ""
+
+
+def left_out_lines(plan: Plan) -> list[str]:
+    return [f"argent: group {name} left out: {why}" for name, why in plan.left_out]

@@ -1,0 +1,216 @@
+"""Strict config plumbing shared by every stage: dict -> dataclass conversion that names the full key
+path of an unknown or mistyped key, dict merging, ``key.path=value`` overrides, YAML loading, and
+reading one stage's section of the workflow config. The config *types* live in argent/config.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from argent.io import ArgentError
+
+
+class ConfigError(ArgentError, ValueError):
+    """A config value is missing, unknown or of the wrong type; the message names its key path."""
+
+
+# --------------------------------------------------------------------------------------------
+# Strict dict -> dataclass conversion
+# --------------------------------------------------------------------------------------------
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {type(value).__name__}")
+        return from_dict(tp, value, path)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{path}: {value!r} is not allowed; allowed: {list(args)}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        errors = []
+        for arm in args:
+            try:
+                return _convert(value, arm, path)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(f"{path}: {value!r} matches none of {args}")
+    if origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path}: expected a list, got {value!r}")
+        return [_convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or len(value) != len(args):
+            raise ConfigError(f"{path}: expected {len(args)} values, got {value!r}")
+        return tuple(_convert(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {value!r}")
+        return {str(k): _convert(v, args[1], f"{path}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, str):
+            # PyYAML reads 1e-3 (no dot) as a string; accept what float() reads.
+            try:
+                value = float(value)
+            except ValueError:
+                raise ConfigError(f"{path}: expected a number, got {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{path}: expected a finite number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: expected a string, got {value!r}")
+        return value
+    if tp is Any:
+        return value
+    if tp is type(None):  # the null arm of an optional key (``x: float | None``)
+        if value is not None:
+            raise ConfigError(f"{path}: expected null, got {value!r}")
+        return None
+    raise ConfigError(f"{path}: unsupported type {tp}")
+
+
+def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
+    """Build dataclass ``cls`` from ``data``; unknown keys and wrong types raise ``ConfigError``."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        where = path or cls.__name__
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {names}")
+    kwargs = {k: _convert(v, hints[k], f"{path}.{k}" if path else k) for k, v in data.items()}
+    try:
+        return cls(**kwargs)
+    except TypeError as err:  # a required field is missing
+        raise ConfigError(f"{path or cls.__name__}: {err}") from None
+    except ConfigError as err:
+        raise ConfigError(f"{path}.{err}" if path else str(err)) from None
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Recursive dict merge; ``override`` wins; neither input is modified."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """``a.b.c=value`` (value parsed as YAML) -> nested dict."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r}: expected key.path=value")
+    key, raw = text.split("=", 1)
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"override {text!r}: the value is not valid YAML ({err})") from None
+    if not key.strip() or any(not part for part in key.strip().split(".")):
+        raise ConfigError(f"override {text!r}: expected key.path=value (an empty part in {key!r})")
+    out: dict[str, Any] = {}
+    node = out
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return out
+
+
+WORKFLOW_SECTIONS = (
+    "variants_file", "results", "hiershapes", "hiershapes_templates", "runs", "model", "optim", "train",
+    "train_by_size", "data", "tracking", "variant", "variant_overrides", "evaluate", "benchmarks", "clean",
+    "negatives", "tune", "probe", "tables", "groups", "cost",
+)
+"""Top-level sections of the workflow config (workflow/schemas/config.schema.yaml: a test keeps the
+two lists equal). Anything else is a typo, and an error."""
+
+
+def check_sections(cfg: dict[str, Any], where: str = "config") -> None:
+    unknown = sorted(set(cfg) - set(WORKFLOW_SECTIONS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(WORKFLOW_SECTIONS)}")
+
+
+def load_workflow_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The workflow config every verb reads: the file, ``--set key.path=value`` overrides on top, its
+    top-level sections checked (a typo is an error naming the key and the allowed sections)."""
+    cfg = load_yaml(path)
+    check_sections(cfg, str(path))
+    for text in overrides:
+        override = parse_override(text)
+        check_sections(override, f"--set {text}")
+        cfg = deep_merge(cfg, override)
+    return cfg
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# One stage's section of the workflow config (argent clean, argent mine)
+# --------------------------------------------------------------------------------------------
+
+
+def section_of(raw: dict[str, Any], section: str) -> dict[str, Any]:
+    """``raw[section]`` as a mapping (absent or null: empty, so every default applies)."""
+    value = raw.get(section)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{section}: expected a mapping, got {value!r}")
+    return value
+
+
+def load_section(config: str | Path | None, overrides: list[str] | tuple[str, ...], section: str,
+                 parse: typing.Callable[[dict[str, Any]], Any]) -> Any:
+    """Read the workflow config file (None: empty), apply ``--set section.key=value`` overrides, parse.
+
+    A stage reads only its own section, so an override elsewhere would do nothing: it is refused.
+    Errors name the file (and ``--set`` when overrides were given) before the key path.
+    """
+    raw = load_workflow_config(config) if config is not None else {}
+    for text in overrides:
+        override = parse_override(text)
+        if set(override) != {section}:
+            raise ConfigError(f"--set {text}: this verb reads only the {section}: section; "
+                              f"use {section}.<key>=<value>")
+        raw = deep_merge(raw, override)
+    where = f"{config}{' with --set' if overrides else ''}: " if config is not None else ("--set: " if overrides else "")
+    try:
+        return parse(raw)
+    except ConfigError as err:
+        raise ConfigError(f"{where}{err}") from None
