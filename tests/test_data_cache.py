@@ -148,6 +148,10 @@ def test_cache_switch_is_outside_the_result_hash():
 def test_cli_builds_and_refuses_shards_without_images(data, tmp_path, capsys):
     assert main(["--shards", str(data[0] / "train" / "shard-000000.tar"), "--out", str(tmp_path / "c")]) == 0
     assert json.loads(capsys.readouterr().out)["images"] == 12
+    # a rebuild from other shards replaces the build: one subfolder, the new one, is read
+    assert main(["--shards", str(data[0] / "train" / "shard-00000[12].tar"), "--out", str(tmp_path / "c")]) == 0
+    assert len(ImageCache(tmp_path / "c")) == 24 and len([p for p in (tmp_path / "c").iterdir() if p.is_dir()]) == 1
+    capsys.readouterr()
     with ShardWriter(tmp_path / "text-only.tar") as writer:
         writer.write("a", {"txt": b"no image"})
     assert main(["--shards", str(tmp_path / "text-only.tar"), "--out", str(tmp_path / "d")]) == 2

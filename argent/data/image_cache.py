@@ -6,9 +6,12 @@ decoded) the images are decoded once, by the workflow's ``image_cache`` rule::
 
     python -m argent.data.image_cache --shards 'data/hiershapes/train/shard-*.tar' --out results/data/image_cache/hiershapes_train
 
-into a folder of three files: ``pixels.npy`` (every image's RGB bytes, H×W×3 uint8, one after the
-other; read as a memory map), ``index.npz`` (per image: a digest of its encoded bytes, its offset,
-height and width) and ``cache.json`` (written last: the shards and their SHA-256, the count).
+into a folder holding ``cache.json`` (written last: the shards and their SHA-256, the count, and the
+build: a subfolder named by the shards' content) and, in that subfolder, ``pixels.npy`` (every
+image's RGB bytes, H×W×3 uint8, one after the other; read as a memory map) and ``index.npz`` (per
+image: a digest of its encoded bytes, its offset, height and width). A rebuild writes a new
+subfolder before it points ``cache.json`` at it, so a reader never pairs one build's index with
+another's pixels.
 
 An entry is found by the BLAKE2b digest of the record's *encoded* image bytes, so a cache can never
 hand out the pixels of another image: an image that changed, or a shard the cache was not built
@@ -29,6 +32,7 @@ import argparse
 import hashlib
 import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -127,8 +131,9 @@ class ImageCache:
         if self.meta.get("version") != CACHE_VERSION:
             raise BadDataError(f"{self.folder / MARKER}: cache version {self.meta.get('version')!r}, this code reads "
                                f"{CACHE_VERSION}; rebuild it (python -m argent.data.image_cache)")
-        index = np.load(self.folder / "index.npz")
-        self._pixels = np.load(self.folder / "pixels.npy", mmap_mode="r")
+        build_dir = self.folder / str(self.meta.get("build", ""))
+        index = np.load(build_dir / "index.npz")
+        self._pixels = np.load(build_dir / "pixels.npy", mmap_mode="r")
         self._offsets, self._heights, self._widths = index["offsets"], index["heights"], index["widths"]
         self._lookup = {bytes(d): i for i, d in enumerate(index["digests"])}
         self.hits = self.misses = 0
@@ -209,16 +214,20 @@ def build(shards_pattern: str | Sequence[str], out: str | Path) -> dict:
             offset += pixels.size
     if not digests:
         raise BadDataError(f"{shards_pattern}: no image decodes; nothing to cache")
-    (out / MARKER).unlink(missing_ok=True)  # a half-replaced cache must not read as built
-    with atomic_output(out / "pixels.npy") as tmp:
+    shard_hashes = {s.name: file_sha256(s) for s in shards}
+    build_id = hashlib.sha256(json.dumps(shard_hashes, sort_keys=True).encode()).hexdigest()[:16]
+    with atomic_output(out / build_id / "pixels.npy") as tmp:
         np.save(tmp, np.concatenate(chunks))
-    with atomic_output(out / "index.npz") as tmp:
+    with atomic_output(out / build_id / "index.npz") as tmp:
         np.savez(tmp, digests=np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 16),
                  offsets=np.asarray(offsets, dtype=np.int64), heights=np.asarray(heights, dtype=np.int32),
                  widths=np.asarray(widths, dtype=np.int32))
-    meta = {"version": CACHE_VERSION, "images": len(digests), "bytes": offset,
-            "shards": {s.name: file_sha256(s) for s in shards}, "skipped": policy.report()}
+    meta = {"version": CACHE_VERSION, "build": build_id, "images": len(digests), "bytes": offset,
+            "shards": shard_hashes, "skipped": policy.report()}
     atomic_write_json(out / MARKER, meta)
+    for old in out.iterdir():  # earlier builds (a reader that still maps one keeps its open file)
+        if old.is_dir() and old.name != build_id:
+            shutil.rmtree(old, ignore_errors=True)
     return meta
 
 
