@@ -57,7 +57,7 @@ def take(data, n: int, **kw) -> list[dict]:
     out, min_area = data
     data_cfg = DataConfig(train_shards=str(out / "train" / "shard-*.tar"), min_box_area=min_area,
                           **{k: kw.pop(k) for k in ("image_cache", "augment") if k in kw})
-    args = dict(batch_size=B, image_size=S, context_length=L, use_boxes=True, seed=0, shuffle_buffer=16) | kw
+    args = {"batch_size": B, "image_size": S, "context_length": L, "use_boxes": True, "seed": 0, "shuffle_buffer": 16} | kw
     return list(itertools.islice(iter(train_loader(data_cfg, **args)), n))
 
 
@@ -82,7 +82,7 @@ def test_same_batches_with_and_without_the_cache(data, cache, augment_on):
     cached = take(data, 10, augment=augment_on, image_cache=str(cache))
     assert identical(plain, cached)
     # and with worker processes (each opens the cache itself), resumed mid-stream
-    workers = dict(augment=augment_on, num_workers=2, start_batch=3)
+    workers = {"augment": augment_on, "num_workers": 2, "start_batch": 3}
     assert identical(take(data, 4, **workers), take(data, 4, image_cache=str(cache), **workers))
 
 

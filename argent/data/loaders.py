@@ -46,7 +46,16 @@ from argent.data.formats.grounded import (
     parse_sample,
 )
 from argent.data.hard_negatives import HardNegatives
-from argent.data.image_cache import TRAIN_SCALE, ImageCache, augment, crop_pixels, open_cache, pad_square, record_pixels, to_float
+from argent.data.image_cache import (
+    TRAIN_SCALE,
+    ImageCache,
+    augment,
+    crop_pixels,
+    open_cache,
+    pad_square,
+    record_pixels,
+    to_float,
+)
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
 from argent.data.policy import BadDataError, BadDataPolicy, resolve_policy
 from argent.data.shards import expand_shards, iter_shard
