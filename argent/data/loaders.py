@@ -154,11 +154,17 @@ class TrainStream(IterableDataset):
 
     # -- decode stage ---------------------------------------------------------------------------
     def _transform(self, image: torch.Tensor, words: list[int]) -> torch.Tensor:
-        """A 3×H×W uint8 image -> float32 (3, S, S): images.train_transform (seeded by ``words``) or
-        eval_transform, on the tensor path shared with the image cache (argent/data/image_cache.py)."""
+        """A 3×H×W uint8 image -> (3, S, S): images.train_transform (seeded by ``words``; uint8 until
+        ``_stack`` scales the whole batch at once) or eval_transform (float32), on the tensor path
+        shared with the image cache (argent/data/image_cache.py)."""
         if not self.augment:
             return self._eval_tf(image)
-        return to_float(augment(image, self.image_size, TRAIN_SCALE, _torch_seed(words)))
+        return augment(image, self.image_size, TRAIN_SCALE, _torch_seed(words))
+
+    @staticmethod
+    def _stack(images: list[torch.Tensor]) -> torch.Tensor:
+        batch = torch.stack(images)
+        return to_float(batch) if batch.dtype == torch.uint8 else batch
 
     def _batch(self, records: list[GroundedRecord], b: int, policy: BadDataPolicy) -> dict[str, Any]:
         images, crops, texts, phrases, keys = [], [], [], [], []
@@ -181,12 +187,12 @@ class TrainStream(IterableDataset):
         if not keys:
             raise BadDataError(f"batch {b} (rank {self.rank}): no image decodes ({policy.report()})")
         batch: dict[str, Any] = {
-            "image": torch.stack(images),
+            "image": self._stack(images),
             "text": tokenize(texts, self.context_length),
             "key": keys,
         }
         if self.use_boxes:
-            batch["crop"] = torch.stack(crops)
+            batch["crop"] = self._stack(crops)
             batch["phrase"] = tokenize(phrases, self.context_length)
         if self.negatives is not None:
             found = [self.negatives.get(k) for k in keys]
