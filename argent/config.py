@@ -206,6 +206,7 @@ class DataConfig:
     bad_data: Literal["skip", "strict"] = "skip"
     augment: bool = True
     negatives: str = ""  # parquet of mined hard negatives (``argent mine``), if any
+    image_cache: str = ""  # decoded-image cache folder (argent/data/image_cache.py); "" = decode every time
     dataset_hash: str = ""
 
     def __post_init__(self) -> None:
@@ -241,6 +242,7 @@ class ExperimentConfig:
         for key in ("log_every", "diagnostics_every", "checkpoint_every", "num_workers"):
             d["train"].pop(key)
         d.pop("tracking")
+        d["data"].pop("image_cache")  # same batches with or without it (tests/test_data_cache.py)
         d["variant"].pop("description")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -29,7 +29,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from argent.config import OptimConfig, load_variants, model_from, variant_from
 from argent.engine.optim import build_optimizer, param_groups
-from argent.engine.trainer import BatchEncoder, compile_step
+from argent.engine.step import BatchEncoder, compile_step
 from argent.losses import Objective
 from argent.models import build_model, tokenize
 from argent.models.encoders import SelfAttention

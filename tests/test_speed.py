@@ -17,7 +17,8 @@ from batches import fixed_batch, stream  # noqa: E402
 
 from argent.config import ModelConfig, OptimConfig, experiment_from_dict, model_from  # noqa: E402
 from argent.engine.optim import build_optimizer, param_groups  # noqa: E402
-from argent.engine.trainer import BatchEncoder, compile_step, encode_batch, train  # noqa: E402
+from argent.engine.step import BatchEncoder, compile_step, encode_batch  # noqa: E402
+from argent.engine.trainer import train  # noqa: E402
 from argent.models import build_model, tokenize  # noqa: E402
 from argent.models.encoders import SelfAttention, _with_sdpa  # noqa: E402
 

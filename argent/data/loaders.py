@@ -47,7 +47,17 @@ from argent.data.formats.grounded import (
     parse_sample,
 )
 from argent.data.hard_negatives import HardNegatives
-from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform, train_transform
+from argent.data.image_cache import (
+    TRAIN_SCALE,
+    ImageCache,
+    augment,
+    crop_pixels,
+    open_cache,
+    pad_square,
+    record_pixels,
+    to_float,
+)
+from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
 from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches, resolve_policy
 from argent.data.shards import expand_shards, iter_shard
 from argent.models.tokenizer import tokenize
@@ -88,8 +98,10 @@ class TrainStream(IterableDataset):
         start_batch: int,
         shuffle_buffer: int,
         negatives: HardNegatives | None,
+        image_cache: str = "",
     ) -> None:
         super().__init__()
+        self.image_cache = image_cache  # a checked cache folder (image_cache.open_cache), or "" to decode
         self.shards = shards
         self.fmt = fmt
         self.min_box_area = min_box_area
@@ -142,41 +154,46 @@ class TrainStream(IterableDataset):
             yield record
 
     # -- decode stage ---------------------------------------------------------------------------
-    def _transform(self, image: Any, words: list[int]) -> torch.Tensor:
+    def _transform(self, image: torch.Tensor, words: list[int]) -> torch.Tensor:
+        """A 3×H×W uint8 image -> (3, S, S): images.train_transform (seeded by ``words``; uint8 until
+        ``_stack`` scales the whole batch at once) or eval_transform (float32), on the tensor path
+        shared with the image cache (argent/data/image_cache.py)."""
         if not self.augment:
             return self._eval_tf(image)
-        with torch.random.fork_rng(devices=[]):
-            # Only the CPU generator: torch.manual_seed would also queue seeds for every accelerator.
-            torch.default_generator.manual_seed(_torch_seed(words))
-            return self._train_tf(image)
+        return augment(image, self.image_size, TRAIN_SCALE, _torch_seed(words))
+
+    @staticmethod
+    def _stack(images: list[torch.Tensor]) -> torch.Tensor:
+        batch = torch.stack(images)
+        return to_float(batch) if batch.dtype == torch.uint8 else batch
 
     def _batch(self, records: list[GroundedRecord], b: int, policy: BadDataPolicy) -> dict[str, Any]:
         images, crops, texts, phrases, keys = [], [], [], [], []
         for i, record in enumerate(records):
             try:
-                image = decode_image(record.image_bytes, record.where)
+                image = record_pixels(record, self._cache)
             except BadDataError:
                 policy.bad("corrupt_image", f"{record.where}: image does not decode")
                 continue
             base = [self.seed, self.rank, b, i]
             if self.use_boxes:
                 region = record.regions[int(np.random.default_rng(base + [0]).integers(len(record.regions)))]
-                crops.append(self._transform(crop_region(image, region.box), base + [2]))
+                crops.append(self._transform(crop_pixels(image, region.box), base + [2]))
                 phrases.append(region.phrase)
             if self.fmt == "grounded":
-                image = pad_to_square(image)
+                image = pad_square(image)
             images.append(self._transform(image, base + [1]))
             texts.append(record.caption)
             keys.append(record.key)
         if not keys:
             raise BadDataError(f"batch {b} (rank {self.rank}): no image decodes ({policy.report()})")
         batch: dict[str, Any] = {
-            "image": torch.stack(images),
+            "image": self._stack(images),
             "text": tokenize(texts, self.context_length),
             "key": keys,
         }
         if self.use_boxes:
-            batch["crop"] = torch.stack(crops)
+            batch["crop"] = self._stack(crops)
             batch["phrase"] = tokenize(phrases, self.context_length)
         if self.negatives is not None:
             found = [self.negatives.get(k) for k in keys]
@@ -192,7 +209,7 @@ class TrainStream(IterableDataset):
         role = (worker + self.start_batch) % self.n_roles  # resumed loaders rotate roles (module doc)
         g = self.rank * self.n_roles + role
         shards = self.shards[g:: self.world_size * self.n_roles]
-        self._train_tf = train_transform(self.image_size)
+        self._cache = ImageCache(self.image_cache) if self.image_cache else None
         self._eval_tf = eval_transform(self.image_size)
         policy = BadDataPolicy(self.bad_data)  # type: ignore[arg-type]
         stream = self._shuffled(self._records(shards, g, policy), g)
@@ -224,7 +241,8 @@ def train_loader(
     """Infinite training batches (module doc); deterministic for fixed (seed, rank, world_size, num_workers).
 
     ``negatives_mode`` picks the rows of ``data_cfg.negatives`` (needed when the file holds
-    several modes); ``shuffle_buffer`` is TrainConfig.shuffle_buffer.
+    several modes); ``shuffle_buffer`` is TrainConfig.shuffle_buffer. ``data_cfg.image_cache``, when
+    set and built from these shards, serves decoded images (the same batches, bit for bit).
     """
     if batch_size < 1 or image_size < 1 or not 0 <= rank < world_size or num_workers < 0 or start_batch < 0:
         raise ValueError(f"train_loader: bad arguments batch_size={batch_size} image_size={image_size} "
@@ -239,6 +257,9 @@ def train_loader(
             f"worker(s) = {n_streams} streams; every stream needs its own shard. Write more, smaller shards "
             "(e.g. argent synth --shard-size) or use fewer workers."
         )
+    cache_folder = data_cfg.image_cache
+    if cache_folder and open_cache(cache_folder, shards) is None:
+        cache_folder = ""  # open_cache logged why
     negatives, negatives_policy = None, BadDataPolicy(data_cfg.bad_data)  # bad rows join the run's skip counts
     if data_cfg.negatives:
         negatives = HardNegatives.from_parquet(data_cfg.negatives, negatives_mode, negatives_policy)
@@ -246,7 +267,7 @@ def train_loader(
         shards, fmt=data_cfg.format, min_box_area=data_cfg.min_box_area, bad_data=data_cfg.bad_data,
         batch_size=batch_size, image_size=image_size, context_length=context_length, use_boxes=use_boxes,
         augment=data_cfg.augment, seed=seed, rank=rank, world_size=world_size, num_workers=num_workers,
-        start_batch=start_batch, shuffle_buffer=shuffle_buffer, negatives=negatives,
+        start_batch=start_batch, shuffle_buffer=shuffle_buffer, negatives=negatives, image_cache=str(cache_folder),
     )
     return CountedBatches(DataLoader(stream, batch_size=None, num_workers=num_workers,
                                      prefetch_factor=2 if num_workers else None, persistent_workers=False),

@@ -7,17 +7,16 @@ number), ``checkpoint.pt`` (model, optimiser, scheduler, step, RNG states, confi
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
-import math
 import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 import yaml
@@ -29,8 +28,17 @@ from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
-from argent.tracking import RUN_RECORD, Tracker, run_tags
-from argent.io import ArgentError, atomic_output, atomic_write_text, flatten
+from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the engine's public step API)
+    BatchEncoder,
+    autocast,
+    compile_step,
+    encode_batch,
+    first_bad_term,
+    hard_negatives,
+    to_device,
+)
+from argent.engine.summary import PERF_PREFIX, plot_curves, run_summary
+from argent.io import ArgentError, atomic_write_text, flatten
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
@@ -45,110 +53,22 @@ from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for 
     require_device,
     resume_state,
 )
+from argent.tracking import RUN_RECORD, Tracker, run_tags
 
 log = logging.getLogger("argent.train")
-
-PERF_PREFIX = "perf/"  # wall-clock numbers: logged, but not part of the reproducible record
 
 
 class TrainingDiverged(ArgentError, RuntimeError):
     """A loss term became NaN/inf; the message names the step, the term and the last good checkpoint."""
 
 
-# ---- batches -------------------------------------------------------------------------------
-
-EMBED_KEYS = {"image": "image", "crop": "image", "text": "text", "phrase": "text", "hard_text": "text"}
-
-
-def encode_batch(model: DualEncoder, batch: dict[str, Any], use_boxes: bool) -> dict[str, torch.Tensor]:
-    """Lifted embeddings of every item type present in the batch, one tower call per modality."""
-    images = [k for k in ("image", "crop") if k in batch and (k == "image" or use_boxes)]
-    texts = [k for k in ("text", "phrase", "hard_text") if k in batch and (k != "phrase" or use_boxes)]
-    out: dict[str, torch.Tensor] = {}
-    if images:
-        feats = model.encode_image(torch.cat([batch[k] for k in images]))
-        out.update(zip(images, feats.chunk(len(images))))
-    if texts:
-        feats = model.encode_text(torch.cat([batch[k] for k in texts]))
-        out.update(zip(texts, feats.chunk(len(texts))))
-    return out
-
-
-class BatchEncoder(torch.nn.Module):
-    """batch -> (embeddings, c, s). Under DDP every parameter must be used inside the wrapped
-    forward (that is where DDP hooks its gradient reduction), so the scalars are read here too."""
-
-    def __init__(self, model: DualEncoder, use_boxes: bool) -> None:
-        super().__init__()
-        self.model = model
-        self.use_boxes = use_boxes
-
-    def forward(self, batch: dict[str, Any]) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
-        return encode_batch(self.model, batch, self.use_boxes), self.model.curv(), self.model.logit_scale()
-
-
-def compile_step(fn: Callable, label: str = "the training step") -> Callable:
-    """``torch.compile(fn)`` (inductor), falling back to ``fn`` itself, with a logged reason, when
-    compilation is unavailable or fails on the first call. The fallback is decided once: later calls
-    never mix compiled and eager results."""
-    try:
-        compiled = torch.compile(fn)
-    except Exception as err:  # noqa: BLE001 - any failure to set up compilation means: run eagerly
-        log.warning("train.compile: torch.compile unavailable for %s (%s: %s); running eagerly", label,
-                    type(err).__name__, err)
-        return fn
-    chosen: list[Callable] = []
-
-    def run(*args: Any, **kwargs: Any) -> Any:
-        if chosen:
-            return chosen[0](*args, **kwargs)
-        try:
-            result = compiled(*args, **kwargs)
-        except Exception as err:  # noqa: BLE001 - inductor/dynamo errors have no common base class
-            log.warning("train.compile: compiling %s failed (%s: %s); running eagerly", label,
-                        type(err).__name__, str(err).splitlines()[0] if str(err) else "")
-            chosen.append(fn)
-            return fn(*args, **kwargs)
-        chosen.append(compiled)
-        return result
-
-    return run
-
-
-def to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
-    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-
-def hard_negatives(emb: dict[str, torch.Tensor], batch: dict[str, Any]) -> dict[str, torch.Tensor] | None:
-    if "hard_text" not in emb:
-        return None
-    return {"text": emb.pop("hard_text"), "concreteness": batch["hard_concreteness"], "mask": batch["has_hard"]}
-
-
 # ---- the loop ------------------------------------------------------------------------------
-
-
-def _first_bad_term(total: torch.Tensor, terms: dict[str, torch.Tensor]) -> str | None:
-    # One host sync for the common, all-finite case; the per-term search only when something is not.
-    if bool(torch.isfinite(torch.stack([total.detach().float().reshape(())] +
-                                       [v.detach().float().reshape(-1).sum() for v in terms.values()])).all()):
-        return None
-    for name, value in terms.items():
-        if not torch.isfinite(value).all():
-            return name
-    return None if torch.isfinite(total).all() else "total"
 
 
 def _truncate_metrics(path: Path, last_step: int) -> None:
     """Drop records written after the checkpoint we resume from (they will be recomputed)."""
     rows = [r for r in read_metrics(path) if r["step"] <= last_step]
     atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
-
-
-def _autocast(cfg: ExperimentConfig, device: torch.device) -> contextlib.AbstractContextManager:
-    if cfg.train.precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 def train(
@@ -267,12 +187,12 @@ def _train(
             if batch_hook:
                 batch = batch_hook(step, batch)
             batch = to_device(batch, device)
-            with _autocast(cfg, device):
+            with autocast(cfg, device):
                 emb, curv, scale = encoder(batch)
             hard = hard_negatives(emb, batch)
             out = objective(emb, curv=curv, logit_scale=scale, geometry=cfg.variant.geometry, hard=hard,
                             with_diagnostics=logs_now)
-            bad = _first_bad_term(out.total, out.terms)
+            bad = first_bad_term(out.total, out.terms)
             if bad is not None:
                 if cfg.train.nan_policy == "skip" and skipped < cfg.train.max_skipped_steps:
                     skipped += 1
@@ -330,9 +250,9 @@ def _train(
         if is_main:
             metrics_file.close()
             metrics_file = None
-            summary = {**_summary(cfg, files, step, skipped, config_hash), **data_skips}
+            summary = {**run_summary(cfg, files, step, skipped, config_hash), **data_skips}
             tracker.log_metrics([{"step": step, **flatten(data_skips, sep="/")}])
-            _plot_curves(files)
+            plot_curves(files)
             atomic_write_text(files.summary, json.dumps(summary, indent=2))
             for name in ("config.yaml", "summary.json", "curves.png"):
                 tracker.log_artifact(files.root / name)
@@ -383,43 +303,6 @@ def negatives_config(cfg: ExperimentConfig) -> DataConfig:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: hard negatives for mode {mode!r} not found; run argent mine --mode {mode}")
     return dataclasses.replace(cfg.data, negatives=str(path))
-
-
-def _summary(cfg: ExperimentConfig, files: RunFolder, step: int, skipped: int, config_hash: str) -> dict[str, Any]:
-    rows = read_metrics(files.metrics)
-    last = rows[-1] if rows else {}
-    speeds = [r[PERF_PREFIX + "samples_per_s"] for r in rows if PERF_PREFIX + "samples_per_s" in r]
-    return {
-        "run": f"{cfg.variant_name}-{cfg.size}/seed{cfg.seed}", "steps": step, "skipped_steps": skipped,
-        "config_hash": config_hash, "final": {k: v for k, v in last.items() if not k.startswith(PERF_PREFIX)},
-        "mean_samples_per_s": sum(speeds) / len(speeds) if speeds else None,
-    }
-
-
-def _plot_curves(files: RunFolder) -> None:
-    """Loss terms and scalars against step, one panel each."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = read_metrics(files.metrics)
-    if not rows:
-        return
-    keys = [k for k in rows[-1] if k.startswith("loss") or k in ("curv", "logit_scale", "alpha_img", "alpha_txt")]
-    cols = 3
-    nrows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 2.6 * nrows), squeeze=False)
-    for ax, key in zip(axes.flat, keys):
-        pts = [(r["step"], r[key]) for r in rows if key in r]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts])
-        ax.set_title(key, fontsize=9)
-    for ax in list(axes.flat)[len(keys):]:
-        ax.axis("off")
-    fig.tight_layout()
-    with atomic_output(files.root / "curves.png") as tmp:
-        fig.savefig(tmp, dpi=80)
-    plt.close(fig)
 
 
 def configure_logging() -> None:

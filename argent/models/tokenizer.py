@@ -49,4 +49,14 @@ def tokenize(texts: str | list[str], context_length: int = 77) -> torch.Tensor:
     """
     if isinstance(texts, str):
         texts = [texts]
-    return _tokenizer(context_length)(list(texts), context_length=context_length)
+    if not texts:
+        return torch.zeros(0, context_length, dtype=torch.long)
+    return torch.stack([_token_row(text, context_length) for text in texts])
+
+
+@lru_cache(maxsize=1 << 16)
+def _token_row(text: str, context_length: int) -> torch.Tensor:
+    # Training captions repeat (a shuffle buffer revisits every caption each epoch; hiershapes has a
+    # few hundred distinct ones): BPE-encoding each one once saves most of the tokenisation time.
+    # The row is read-only by convention: torch.stack copies it.
+    return _tokenizer(context_length)([text], context_length=context_length)[0]

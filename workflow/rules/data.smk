@@ -34,3 +34,30 @@ rule stage_wordnet:
     threads: 1
     shell:
         "cp {input:q} {output:q} > {log:q} 2>&1"
+
+
+# The decoded-image cache (argent/data/image_cache.py) when data.image_cache names a folder. Training
+# reads it when it was built from the current shards (content-hashed) and decodes otherwise: the
+# same batches either way, so runs do not depend on it (it is not in their config hash).
+IMAGE_CACHE = config["data"].get("image_cache") or ""
+IMAGE_CACHE_MARKER = str(Path(IMAGE_CACHE) / "cache.json") if IMAGE_CACHE else ""
+
+if IMAGE_CACHE:
+
+    rule image_cache:
+        input:
+            training_data_inputs_plain,
+        output:
+            marker=IMAGE_CACHE_MARKER,
+        params:
+            shards=config["data"]["train_shards"],
+            out=IMAGE_CACHE,
+        benchmark:
+            R("benchmarks", "image_cache", "image_cache.tsv"),
+        log:
+            R("logs", "data", "image_cache.log"),
+        threads: 1
+        resources:
+            mem_mb=2000,
+        shell:
+            "python -m argent.data.image_cache --shards {params.shards:q} --out {params.out:q} > {log:q} 2>&1"

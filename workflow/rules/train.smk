@@ -14,6 +14,7 @@ wildcard_constraints:
 rule train:
     input:
         data=training_data_inputs,
+        image_cache=IMAGE_CACHE_MARKER or [],
         best=lambda w: [R("tune", config["tune"]["study"], "best.yaml")] if w.variant == TUNED_VARIANT else [],
     output:
         summary=R("runs", "{group}", "{variant}-{size}", "seed{seed}", "summary.json"),
