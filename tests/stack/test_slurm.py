@@ -20,9 +20,9 @@ import polars as pl
 import pytest
 import torch
 import yaml
+from stackutil import ROOT, child_env, script
 
 from argent.runs import RunFolder, read_metrics, run_dir
-from stackutil import ROOT, child_env, script
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(3600)]  # a DAG of ~20 Slurm jobs on 2 cores
 
@@ -64,14 +64,14 @@ def snakemake_cmd(*args: str, configs: tuple[str, ...] = ()) -> list[str]:
 
 
 def snakemake(cwd: Path, *args: str, timeout: int = 1500, configs: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    return subprocess.run(snakemake_cmd(*args, configs=configs), cwd=cwd, capture_output=True, text=True,
+    return subprocess.run(snakemake_cmd(*args, configs=configs), check=False, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=child_env())
 
 
 def slurm_states(ids: list[int]) -> dict[int, str]:
     """Slurm's final word on jobs (squeue keeps finished jobs: MinJobAge of slurm-local.sh)."""
     query = ["squeue", "-h", "-t", "all", "-o", "%i %T", "-j", ",".join(str(i) for i in ids)]
-    out = subprocess.run(query, capture_output=True, text=True, env=child_env()).stdout
+    out = subprocess.run(query, check=False, capture_output=True, text=True, env=child_env()).stdout
     return {int(i): state for i, state in (line.split() for line in out.splitlines() if line.strip())}
 
 
@@ -111,7 +111,7 @@ def test_smoke_dag_runs_as_slurm_jobs_and_matches_a_local_run(smoke_on_slurm, tm
     submitted = SUBMITTED.findall(out)
     ids = [int(slurm_id) for _, slurm_id, _ in submitted]
     print(f"Slurm job ids of the smoke run: {ids}")
-    counts = re.search(r"Job stats:\n.*?\ntotal\s+(\d+)", out, re.S)
+    counts = re.search(r"Job stats:\n.*?\ntotal\s+(\d+)", out, re.DOTALL)
     assert counts, out[:3000]
     local_rules = 1  # `all` runs on the submitting host
     jobs = {job for job, _, _ in submitted}
@@ -165,7 +165,7 @@ STEPS, CHECKPOINT_EVERY = 240, 20  # long enough to be caught after its first ch
 
 def slurm_jobs_of_rule(rule: str) -> list[int]:
     """Running Slurm jobs of a rule (the plugin puts rule_<name>_wildcards_... in the job's comment)."""
-    out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True,
+    out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], check=False, capture_output=True, text=True,
                          env=child_env()).stdout
     return [int(i) for i, comment in (line.split(maxsplit=1) for line in out.splitlines() if " " in line)
             if comment.startswith(f"rule_{rule}_")]
@@ -224,7 +224,7 @@ def test_a_training_job_cancelled_mid_run_is_resubmitted_and_resumes(slurm, tmp_
     proc = subprocess.run([sys.executable, "-m", "argent", "train", "--config", "results/smoke/workflow_config.yaml",
                            "--variant", "clip", "--size", "tiny", "--seed", "0", "--out", str(reference),
                            "--threads", "1", "--set", "tracking.enabled=false"],
-                          cwd=repo, capture_output=True, text=True, timeout=900, env=child_env())
+                          check=False, cwd=repo, capture_output=True, text=True, timeout=900, env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert comparable(rows) == comparable(read_metrics(RunFolder(reference).metrics))
     weights = torch.load(RunFolder(run).checkpoint, weights_only=True)["model"]

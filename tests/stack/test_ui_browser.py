@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from stackutil import ROOT, argent, child_env, free_port, workflow_config
 
 from argent.runs import eval_dir_of, run_dir
-from stackutil import ROOT, argent, child_env, free_port, workflow_config
 
 pytestmark = pytest.mark.stack
 
