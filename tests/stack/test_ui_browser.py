@@ -10,12 +10,15 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
+from stackutil import ROOT, argent, child_env, free_port, workflow_config
 
-from stackutil import ROOT, child_env, free_port
+from argent.runs import eval_dir_of, run_dir
 
 pytestmark = pytest.mark.stack
 
@@ -69,25 +72,115 @@ def screenshot(driver, tmp_path: Path, name: str) -> Path:
     return shot
 
 
-def test_mlflow_ui_shows_the_runs_and_a_metric_column(stack, browser, tmp_path):
+# The paper's comparison in the runs table: these evaluation columns, sorted by one of them.
+EVAL_COLUMNS = ["eval/hs_zeroshot/top1", "eval/hs_zeroshot/tie", "eval/hs_zeroshot/lca", "eval/hs_zeroshot/jaccard"]
+SORT_BY = "eval/hs_zeroshot/tie"
+HIDDEN = ["Dataset", "Source", "Models"]  # default columns that say nothing about these runs
+TAG_COLUMNS = ["family", "variant", "seed"]
+
+
+def trained_and_evaluated(stack, shapes: Path, tmp_path: Path, experiment: str) -> dict[str, dict[str, float]]:
+    """clip and argent trained (4 steps) and evaluated on the zero-shot benchmark, both logging to the
+    stack's MLflow server as the workflow's jobs do: {variant: the evaluation JSON's metrics}."""
+    config = workflow_config(tmp_path, shapes, stack["mlflow"], experiment)
+    cfg = yaml.safe_load(config.read_text())
+    test_split = shapes / "train" / "classification"
+    cfg["benchmarks"]["hs_zeroshot"] = {"protocol": "zeroshot", "root": str(test_split),
+                                        "taxonomy": str(test_split / "taxonomy.txt"), "templates": ["a {}"]}
+    config.write_text(yaml.safe_dump(cfg))
+    expected = {}
+    for variant in ("clip", "argent"):
+        out = run_dir(tmp_path / "results", variant, "tiny", 0)
+        proc = argent("train", "--config", str(config), "--variant", variant, "--size", "tiny", "--seed", "0",
+                      "--out", str(out), "--threads", "1", "--set", "train.steps=4")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        proc = argent("evaluate", "--run", str(out), "--benchmark", "hs_zeroshot", "--config", str(config),
+                      "--out-dir", str(eval_dir_of(out)), "--threads", "1")
+        assert proc.returncode == 0 and "not sent to MLflow" not in proc.stderr, proc.stderr[-3000:]
+        expected[variant] = json.loads((eval_dir_of(out) / "hs_zeroshot.json").read_text())["metrics"]
+    return expected
+
+
+def toggle_columns(driver, names: list[str]) -> None:
+    """Tick (or untick) columns in the runs table's *Columns* menu, as a person does."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.find_element(By.XPATH, "//button[normalize-space(.)='Columns']").click()
+    for name in names:  # the menu draws only the entries in view: scroll each one in
+        title = f"//span[contains(@class, 'tree-title') and normalize-space(text())='{name}']"
+        deadline = time.monotonic() + 30
+        while not driver.find_elements(By.XPATH, title):
+            assert time.monotonic() < deadline, f"no column {name!r} in the Columns menu"
+            time.sleep(0.5)
+        item = driver.find_element(By.XPATH, title)
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", item)
+        item.click()
+    driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+
+
+def runs_table(driver) -> list[dict[str, str]]:
+    """The runs table as shown, top to bottom: {column id: cell text} per row (the grid draws the
+    pinned run-name column and the rest as separate row elements; row-index joins them)."""
+    from selenium.webdriver.common.by import By
+
+    rows: dict[int, dict[str, str]] = {}
+    for row in driver.find_elements(By.CSS_SELECTOR, "[role=row][row-index]"):
+        cells = rows.setdefault(int(row.get_attribute("row-index")), {})
+        for cell in row.find_elements(By.CSS_SELECTOR, "[role=gridcell]"):
+            cells[cell.get_attribute("col-id")] = cell.text
+    return [rows[i] for i in sorted(rows)]
+
+
+def test_mlflow_ui_runs_table_shows_the_evaluation_metrics(stack, shapes, browser, tmp_path):
     import mlflow
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
 
+    experiment = f"stack-ui-{tmp_path.name}"
+    expected = trained_and_evaluated(stack, shapes, tmp_path, experiment)
     client = mlflow.MlflowClient(tracking_uri=stack["mlflow"])
-    exp_id = client.create_experiment(f"stack-ui-{tmp_path.name}")
-    for name, curve in (("clip-tiny-seed0", (3.0, 2.5, 2.25)), ("argent-tiny-seed0", (2.5, 1.75, 1.125))):
-        run = client.create_run(exp_id, run_name=name, tags={"variant": name.split("-")[0]})
-        client.log_param(run.info.run_id, "train.steps", "4")
-        for step, loss in enumerate(curve):
-            client.log_metric(run.info.run_id, "loss", loss, step=step)
-        client.set_terminated(run.info.run_id)
+    exp_id = client.get_experiment_by_name(experiment).experiment_id
 
-    browser.get(f"{stack['mlflow']}/#/experiments/{exp_id}/runs")
-    wait_for_text(browser, ["clip-tiny-seed0", "argent-tiny-seed0", "2 matching runs"])
-    screenshot(browser, tmp_path, "mlflow_ui_runs")
-    # A run's page: its metric (name and last value) and its parameter, as a person reads them.
+    # Sorted by an evaluation metric, highest first: the sort the UI's "Sort" menu writes into the URL.
+    order = urllib.parse.quote(f"metrics.`{SORT_BY}`", safe="")
+    browser.get(f"{stack['mlflow']}/#/experiments/{exp_id}/runs?orderByKey={order}&orderByAsc=false")
+    wait_for_text(browser, ["clip-tiny-seed0", "argent-tiny-seed0", "2 matching runs", f"Sort: {SORT_BY}"])
+    for close in browser.find_elements(By.CSS_SELECTOR, "button[aria-label='Close']"):
+        if close.is_displayed():
+            close.click()  # the assistant panel, which would hide half the table
+    toggle_columns(browser, HIDDEN + EVAL_COLUMNS + TAG_COLUMNS)
+    wait_for_text(browser, EVAL_COLUMNS)
+    for column in EVAL_COLUMNS:  # double-click on a header's edge fits the column to its full name
+        edge = browser.find_element(By.CSS_SELECTOR, f"[role=columnheader][col-id='metrics.`{column}`'] .ag-header-cell-resize")
+        ActionChains(browser).double_click(edge).perform()
+    browser.set_window_size(1900, 560)  # the table, not the empty page below it
+
+    deadline = time.monotonic() + 60
+    while True:  # the grid fills its cells after the columns appear
+        table = runs_table(browser)
+        shown = {row.get("attributes.`Run Name`", "").split("\n")[-1]: row for row in table}
+        if all(row.get(f"metrics.`{m}`") for row in table for m in EVAL_COLUMNS) and len(table) == 2:
+            break
+        assert time.monotonic() < deadline, f"the evaluation columns never filled: {table}"
+        time.sleep(1)
+    screenshot(browser, tmp_path, "mlflow_ui_eval_columns")
+    for variant, metrics in expected.items():
+        row = shown[f"{variant}-tiny-seed0"]
+        for column in EVAL_COLUMNS:
+            value = metrics[column.rsplit("/", 1)[1]]
+            assert float(row[f"metrics.`{column}`"]) == pytest.approx(value, rel=1e-9), (variant, column, row)
+        assert row["tags.`variant`"] == variant and row["tags.`family`"] == variant, row
+    key = SORT_BY.rsplit("/", 1)[1]
+    names = [name for name in shown]
+    assert names == sorted(names, key=lambda n: -expected[n.split("-")[0]][key]), f"not sorted by {SORT_BY}: {names}"
+    hidden = {column for row in table for column in row}
+    assert not {f"attributes.`{name}`" for name in HIDDEN} & hidden, hidden
+
+    # A run's page: its evaluation metric beside the training ones.
     run_id = client.search_runs([exp_id], filter_string="attributes.run_name = 'argent-tiny-seed0'")[0].info.run_id
     browser.get(f"{stack['mlflow']}/#/experiments/{exp_id}/runs/{run_id}")
-    wait_for_text(browser, ["argent-tiny-seed0", "Finished", "loss", "1.125", "train.steps"])
+    wait_for_text(browser, ["argent-tiny-seed0", "Finished", "loss", EVAL_COLUMNS[0], "train.steps"])
     screenshot(browser, tmp_path, "mlflow_ui_run")
 
 
