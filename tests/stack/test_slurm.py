@@ -181,7 +181,7 @@ def test_a_training_job_cancelled_mid_run_is_resubmitted_and_resumes(slurm, tmp_
     # One longer training of the smoke config (its data generated first, a Slurm job too).
     overrides = {"train": {"steps": STEPS, "checkpoint_every": CHECKPOINT_EVERY, "log_every": 2}}
     (repo / "config" / "scancel.yaml").write_text(yaml.safe_dump(overrides))
-    run = run_dir(repo / "results" / "smoke", "clip", "tiny", 0)
+    run = run_dir(repo / "results" / "smoke", "main", "clip", "tiny", 0)
     target = str((run / "summary.json").relative_to(repo))
     log = tmp_path / "snakemake.log"
     proc = subprocess.Popen(snakemake_cmd(target, "--profile", "profiles/slurm", "--jobs", "1", *SITE,
@@ -212,7 +212,7 @@ def test_a_training_job_cancelled_mid_run_is_resubmitted_and_resumes(slurm, tmp_
     assert slurm_states([cancelled, attempts[1][1]]) == {cancelled: "CANCELLED", attempts[1][1]: "COMPLETED"}
     # The second attempt resumed from the checkpoint the cancelled one left (its log: the rule's log).
     resumed = re.findall(r"resumed \S+ at step (\d+)", (repo / "results" / "smoke" / "logs" / "train" /
-                                                        "clip-tiny-seed0.log").read_text())
+                                                        "main" / "clip-tiny-seed0.log").read_text())
     assert len(resumed) == 1 and 0 < int(resumed[0]) < STEPS and int(resumed[0]) % CHECKPOINT_EVERY == 0, resumed
     print(f"resumed at step {resumed[0]} of {STEPS}")
     rows = read_metrics(RunFolder(run).metrics)
@@ -221,7 +221,7 @@ def test_a_training_job_cancelled_mid_run_is_resubmitted_and_resumes(slurm, tmp_
 
     # The same run, never killed, trained here: the resumed run ends exactly where it ends.
     reference = tmp_path / "reference"
-    proc = subprocess.run([sys.executable, "-m", "argent", "train", "--config", "results/smoke/workflow_config.yaml",
+    proc = subprocess.run([sys.executable, "-m", "argent", "train", "--config", "results/smoke/groups/main.yaml",
                            "--variant", "clip", "--size", "tiny", "--seed", "0", "--out", str(reference),
                            "--threads", "1", "--set", "tracking.enabled=false"],
                           check=False, cwd=repo, capture_output=True, text=True, timeout=900, env=child_env())

@@ -90,7 +90,7 @@ def trained_and_evaluated(stack, shapes: Path, tmp_path: Path, experiment: str) 
     config.write_text(yaml.safe_dump(cfg))
     expected = {}
     for variant in ("clip", "argent"):
-        out = run_dir(tmp_path / "results", variant, "tiny", 0)
+        out = run_dir(tmp_path / "results", "main", variant, "tiny", 0)
         proc = argent("train", "--config", str(config), "--variant", variant, "--size", "tiny", "--seed", "0",
                       "--out", str(out), "--threads", "1", "--set", "train.steps=4")
         assert proc.returncode == 0, proc.stderr[-3000:]
