@@ -197,6 +197,21 @@ class TrainConfig:
 
 
 @dataclass
+class BatchingConfig:
+    """How training batches are composed (argent/data/batching.py; docs/hiershapes.md)."""
+
+    mode: Literal["stream", "grouped"] = "stream"  # grouped: shape-contrast groups of one generic caption
+    group_size: int = 12  # records per group, distinct captions
+    pool_batches: int = 16  # records pooled for grouping, in batches
+    max_wait: int = 32  # batches a pooled record may wait before it must leave
+
+    def __post_init__(self) -> None:
+        check_range("group_size", self.group_size, low=2)
+        check_range("pool_batches", self.pool_batches, low=1)
+        check_range("max_wait", self.max_wait, low=1)
+
+
+@dataclass
 class DataConfig:
     """Training data: grounded (GRIT-style) or plain image–caption webdataset shards."""
 
@@ -208,6 +223,7 @@ class DataConfig:
     negatives: str = ""  # parquet of mined hard negatives (``argent mine``), if any
     image_cache: str = ""  # decoded-image cache folder (argent/data/image_cache.py); "" = decode every time
     dataset_hash: str = ""
+    batching: BatchingConfig = field(default_factory=BatchingConfig)
 
     def __post_init__(self) -> None:
         check_range("min_box_area", self.min_box_area, low=0)

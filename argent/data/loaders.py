@@ -8,8 +8,9 @@ Training (``train_loader``): an infinite, shuffled stream of batch dicts (contra
   g = k·W + r, G = world_size·W (W = max(1, num_workers)); fewer shards than G is an error.
 - Each role builds its own stream: per epoch a seeded shard order, then records parsed and
   validated *without decoding images* (JSON, spans, boxes, image header; HyCoCLIP's crop rule),
-  then a seeded shuffle buffer, then batches of B records. Batch boundaries therefore depend on
-  the raw bytes only.
+  then a seeded shuffle buffer, then batches of B records, consecutive or in shape-contrast
+  groups (``data.batching``, argent/data/batching.py). Batch boundaries therefore depend on the
+  raw bytes only.
 - Global batch b comes from role b mod W as its local batch b div W (DataLoader's round robin);
   a loader resumed at ``start_batch=k`` rotates roles so its first worker plays role k mod W, and
   each role skips its earlier batches as raw records, decoding nothing.
@@ -38,7 +39,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
-from argent.config import DataConfig
+from argent.config import BatchingConfig, DataConfig
+from argent.data.batching import record_batches
 from argent.data.formats.grounded import (
     DEFAULT_MIN_BOX_AREA,
     GroundedRecord,
@@ -99,6 +101,7 @@ class TrainStream(IterableDataset):
         shuffle_buffer: int,
         negatives: HardNegatives | None,
         image_cache: str = "",
+        batching: BatchingConfig | None = None,
     ) -> None:
         super().__init__()
         self.image_cache = image_cache  # a checked cache folder (image_cache.open_cache), or "" to decode
@@ -118,6 +121,7 @@ class TrainStream(IterableDataset):
         self.start_batch = start_batch
         self.shuffle_buffer = max(1, shuffle_buffer)
         self.negatives = negatives
+        self.batching = batching or BatchingConfig()
 
     # -- raw stage (no image decode) ----------------------------------------------------------
     def _records(self, shards: list[Path], g: int, policy: BadDataPolicy) -> Iterator[tuple[int, GroundedRecord]]:
@@ -214,13 +218,10 @@ class TrainStream(IterableDataset):
         policy = BadDataPolicy(self.bad_data)  # type: ignore[arg-type]
         stream = self._shuffled(self._records(shards, g, policy), g)
         skip = _role_skip(self.start_batch, role, self.n_roles)
-        j = 0
-        while True:
-            records = [next(stream) for _ in range(self.batch_size)]
+        for j, records in enumerate(record_batches(stream, self.batch_size, self.batching)):
             if j >= skip:
                 # The running counts ride along to the trainer (CountedBatches takes them off).
                 yield {**self._batch(records, j * self.n_roles + role, policy), BATCH_COUNTS_KEY: (g, policy.snapshot())}
-            j += 1
 
 
 def train_loader(
@@ -268,6 +269,7 @@ def train_loader(
         batch_size=batch_size, image_size=image_size, context_length=context_length, use_boxes=use_boxes,
         augment=data_cfg.augment, seed=seed, rank=rank, world_size=world_size, num_workers=num_workers,
         start_batch=start_batch, shuffle_buffer=shuffle_buffer, negatives=negatives, image_cache=str(cache_folder),
+        batching=data_cfg.batching,
     )
     return CountedBatches(DataLoader(stream, batch_size=None, num_workers=num_workers,
                                      prefetch_factor=2 if num_workers else None, persistent_workers=False),

@@ -46,7 +46,7 @@ if IMAGE_CACHE:
 
     rule image_cache:
         input:
-            training_data_inputs_plain,
+            shards_inputs(config["data"]["train_shards"]),
         output:
             marker=IMAGE_CACHE_MARKER,
         params:
