@@ -34,10 +34,12 @@ def _verbs(config: Path, tmp: Path) -> dict[str, list[str]]:
         "clean": ["clean", *c, "--csv", str(tmp / "x.csv"), "--out-dir", str(tmp / "clean")],
         "mine": ["mine", str(tmp / "x.tar"), *c, "--out", str(tmp / "n.parquet")],
         "probe": ["probe", *c, "--run", str(tmp / "run"), "--out", str(tmp / "p.json")],
+        "evaluate": ["evaluate", "--run", str(tmp / "run"), "--benchmark", "hs_zeroshot", *c,
+                     "--out-dir", str(tmp / "eval")],
     }
 
 
-@pytest.mark.parametrize("verb", ["check", "plan", "train", "tune", "tables", "clean", "mine", "probe"])
+@pytest.mark.parametrize("verb", ["check", "plan", "train", "tune", "tables", "clean", "mine", "probe", "evaluate"])
 def test_every_verb_names_the_mistyped_section_the_same_way(verb, typo_config, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     code = argent_main(_verbs(typo_config, tmp_path)[verb])
@@ -47,7 +49,7 @@ def test_every_verb_names_the_mistyped_section_the_same_way(verb, typo_config, t
     assert not (tmp_path / "run").exists() and not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("verb", ["plan", "train", "tables", "clean", "mine", "probe", "tune"])
+@pytest.mark.parametrize("verb", ["plan", "train", "tables", "clean", "mine", "probe", "tune", "evaluate"])
 def test_every_verb_names_a_mistyped_set_the_same_way(verb, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     argv = _verbs(ROOT / "config" / "config.yaml", tmp_path)[verb]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, check_name, from_dict, load_yaml
+from argent.config import ConfigError, check_name, from_dict, load_workflow_config
 from argent.evaluation.zeroshot import resolve_templates
 
 __all__ = [
@@ -192,9 +192,10 @@ def parse_benchmark(name: str, raw: Any, base_dir: str | Path | None = None) -> 
     return entry
 
 
-def load_benchmark(config_path: str | Path, name: str, base_dir: str | Path | None = None) -> CommonOptions:
-    """The validated entry ``benchmarks.<name>`` of a workflow config file."""
-    cfg = load_yaml(config_path)
+def load_benchmark(config_path: str | Path, name: str, base_dir: str | Path | None = None,
+                   overrides: list[str] | tuple[str, ...] = ()) -> CommonOptions:
+    """The validated entry ``benchmarks.<name>`` of a workflow config file (``--set`` overrides on top)."""
+    cfg = load_workflow_config(config_path, overrides)
     benchmarks = cfg.get("benchmarks")
     if not isinstance(benchmarks, dict) or not benchmarks:
         raise ConfigError(f"{config_path}: no 'benchmarks' section (benchmarks: <name>: {{protocol: ...}})")

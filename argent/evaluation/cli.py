@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--run", required=True, type=Path, help="run folder (config.yaml + checkpoint.pt)")
     p.add_argument("--benchmark", required=True, nargs="+", help="name(s) of entries under 'benchmarks:' in --config")
     p.add_argument("--config", required=True, type=Path, help="workflow config YAML holding the benchmarks section")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. benchmarks.hs_zeroshot.batch_size=64 (repeatable)")
     out = p.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="result JSON for a single benchmark (written atomically)")
     out.add_argument("--out-dir", type=Path, help="folder for <benchmark>.json, one per benchmark")
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         print("argent evaluate: --out takes one benchmark; use --out-dir for several", file=sys.stderr)
         return 2
     try:
-        entries = {name: load_benchmark(args.config, name, args.base_dir) for name in args.benchmark}
+        entries = {name: load_benchmark(args.config, name, args.base_dir, args.overrides) for name in args.benchmark}
         model, cfg = load_model(args.run, device=args.device)
     except (ConfigError, FileNotFoundError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
