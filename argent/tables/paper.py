@@ -147,8 +147,10 @@ def main_table(data: TableInput, spec: dict[str, Any]) -> tuple[str, list[dict[s
     entry of ``spec["variants"]``."""
     rows = spec.get("rows") or [{"label": v, "variant": v} for v in spec["variants"]]
     lines, records = layout(data, rows, spec["columns"])
-    md = ["# Main results (ARGENT Table 2 layout)", "", CELL_LEGEND, "", seeds_note(data, [r["variant"] for r in rows]), "",
-          markdown(lines), "", published_markdown("table2"), ""]
+    md = ["# Main results (ARGENT Table 2 layout)", "", CELL_LEGEND, "", seeds_note(data, [r["variant"] for r in rows]), ""]
+    if spec.get("left_out"):
+        md += [f"Left out (their group is off in this config): {', '.join(spec['left_out'])}.", ""]
+    md += [markdown(lines), "", published_markdown("table2"), ""]
     return "\n".join(md), records
 
 

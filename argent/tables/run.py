@@ -87,7 +87,12 @@ def run(opts: TablesOptions) -> list[Path]:
     evaluated = set(long["size"].to_list())
     spec = cfg["tables"]
     main_group, abl_group = spec["main"].get("group", "main"), spec["ablations"].get("group", "ablations")
-    main_spec = {**spec["main"], "rows": [{"label": v, "variant": qualify(v, main_group)} for v in spec["main"]["variants"]]}
+    main_rows = [{"label": v, "variant": qualify(v, main_group)} for v in spec["main"]["variants"]]
+    # A row of a group the config switches off is left out, and the table says so.
+    off = {name for name, _ in plan.left_out}
+    dropped = [r["variant"] for r in main_rows if r["variant"].partition("/")[0] in off]
+    main_spec = {**spec["main"], "rows": [r for r in main_rows if r["variant"] not in dropped],
+                 "left_out": dropped}
     abl_spec = {**spec["ablations"], "groups": [
         {**g, "rows": [{**r, "variant": qualify(r["variant"], abl_group)} for r in g["rows"]]}
         for g in spec["ablations"]["groups"]]}
