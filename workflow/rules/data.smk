@@ -51,7 +51,7 @@ if IMAGE_CACHE:
             marker=IMAGE_CACHE_MARKER,
         params:
             shards=config["data"]["train_shards"],
-            out=IMAGE_CACHE,
+            out=lambda w, output: str(Path(output.marker).parent),
         benchmark:
             R("benchmarks", "image_cache", "image_cache.tsv"),
         log:
