@@ -8,6 +8,8 @@
   both groups. Tables name their rows the same way (a bare name: the table's group).
 - ``configured_seeds``: the seeds the config trains per ``<group>/<variant>``, so that a table can
   say when a cell has fewer.
+- ``collect_skips``: the samples each training run and each evaluation skipped or dropped, by
+  reason (nonzero only), for the tables' footnote.
 """
 
 from __future__ import annotations
@@ -45,6 +47,41 @@ def collect(eval_dir: Path) -> pl.DataFrame:
                 rows.append({"group": group, "variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
                              "metric": metric, "value": number})
     return pl.DataFrame(rows, schema=LONG_SCHEMA)
+
+
+def _nonzero(counts: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in (counts or {}).items() if _is_number(v) and v}
+
+
+def collect_skips(results: Path) -> list[dict[str, Any]]:
+    """One row per (run, source, kind, reason) with a nonzero count: ``source`` is ``training`` (the
+    run's summary.json) or a benchmark (its evaluation JSON); ``kind`` is skipped or dropped."""
+    rows: list[dict[str, Any]] = []
+
+    def add(folder: Path, source: str, kind: str, counts: Any) -> None:
+        group, variant, size, seed = run_parts(folder)
+        rows.extend({"run": f"{group}/{variant}-{size}/seed{seed}", "source": source, "kind": kind, "reason": reason,
+                     "n": n} for reason, n in _nonzero(counts).items())
+
+    for path in sorted((results / "runs").glob("*/*/seed*/summary.json")):
+        summary = read_json(path)
+        add(path.parent, "training", "skipped", summary.get("skipped_samples"))
+        add(path.parent, "training", "dropped", summary.get("dropped_samples"))
+    for path in sorted((results / "eval").glob("*/*/seed*/*.json")):
+        counts = read_json(path).get("counts") or {}
+        add(path.parent, path.stem, "skipped", counts.get("skipped"))
+        add(path.parent, path.stem, "dropped", counts.get("dropped"))
+    return rows
+
+
+def skips_footnote(rows: list[dict[str, Any]]) -> str:
+    """Markdown that names every nonzero skip count, or "" when every input was read whole."""
+    if not rows:
+        return ""
+    lines = ["**Partial input: samples skipped or dropped** (by the bad-data policy; the cells above were "
+             "computed without them):", "", "| run | source | kind | reason | n |", "|---|---|---|---|---|"]
+    lines += [f"| {r['run']} | {r['source']} | {r['kind']} | {r['reason']} | {r['n']} |" for r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def last_diagnostics(metrics_jsonl: Path, prefix: str = "diag/", also: tuple[str, ...] = ("curv",)

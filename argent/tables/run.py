@@ -18,8 +18,8 @@ from argent.tracking import log_tables_run
 from argent.tables.claims import ClaimsSpec, claims_markdown, claims_rows, load_claims, parse_roles
 from argent.tables.cost import write_cost_tables
 from argent.plan.groups import build_plan
-from argent.tables.collect import (collect, collect_diagnostics, configured_seeds, configured_variants, group_sizes,
-                                   listed_runs, qualify)
+from argent.tables.collect import (collect, collect_diagnostics, collect_skips, configured_seeds, configured_variants,
+                                   group_sizes, listed_runs, qualify, skips_footnote)
 from argent.tables.figures import copy_run_figures, training_curves
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
 from argent.tables.paper import TableInput, ablation_table, main_table
@@ -113,6 +113,9 @@ def run(opts: TablesOptions) -> list[Path]:
     # Everything is read and computed before the first file is written: a damaged input fails the
     # job with the tables of the last good run still in place.
     tables = {"main": main_table(main_data, main_spec), "ablations": ablation_table(abl_data, abl_spec)}
+    footnote = skips_footnote(collect_skips(results))  # nonzero skip counts, named under both tables
+    if footnote:
+        tables = {name: (f"{md}\n{footnote}", records) for name, (md, records) in tables.items()}
     rows = claims_rows(claims, long, all_sizes, seeds, set(configured_variants(plan)))
     tables["claims"] = (claims_markdown(rows), rows)
     mech = mechanism_rows(listed_runs(collect_diagnostics(results / "runs"), plan), variants, all_sizes, seeds)
