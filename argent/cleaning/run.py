@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,9 +35,10 @@ from argent.cleaning.scorer_base import EmbeddingCache, Scorer, similarity_chunk
 from argent.cleaning.scorers import make_scorer, make_verifier
 from argent.cleaning.table1 import build_pool, false_negative_table, to_markdown
 from argent.data.formats.hierarcaps import HierarCapsSample, read_header_raw, read_hierarcaps_records
-from argent.data.policy import BadDataError, BadDataPolicy
+from argent.data.policy import BadDataError, BadDataPolicy, mark_partial
 from argent.io import atomic_write_text
 
+log = logging.getLogger(__name__)
 FLOAT_PRECISION = 6  # written scores: enough to rank, stable across BLAS rounding in the last bits
 
 
@@ -152,6 +154,7 @@ def run(job: CleanJob, scorer: Scorer | None = None, table1_scorer: Scorer | Non
     table1_spec = table1_scorer.spec if table1_scorer is not None else (c.table1_scorer or scorer.spec)
     summary = _summary(job, rule, scorer, expanded, policy, records, rejected, table, degrees, pool, table1)
     summary["table1_scorer"] = table1_spec if table1 is not None else None
+    mark_partial(summary, policy, f"clean {job.csv}", log)  # fewer rows than the CSV holds (skip mode)
     out = job.out_dir
     atomic_write_text(out / "hierarcaps_clean.csv", clean_csv)
     atomic_write_text(out / "clean_scores.csv", _csv_text(full_table))

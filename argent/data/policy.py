@@ -18,6 +18,7 @@ on the trainer's side, so ``skip_counts`` can sum them over streams and ranks fo
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
@@ -115,6 +116,17 @@ class BadDataPolicy:
 
     def __repr__(self) -> str:
         return f"BadDataPolicy({self.mode!r}, counts={self.counts}, dropped={self.dropped})"
+
+
+def mark_partial(result: dict[str, Any], policy: BadDataPolicy, what: str, logger: logging.Logger) -> dict[str, Any]:
+    """Say in ``result`` whether it was computed from fewer items than its input holds: sets
+    ``result["partial"]`` (True when ``policy`` skipped any bad item, which only skip mode can do)
+    and logs one ``PARTIAL result`` warning naming ``what``. Evaluation, probe and cleaning results
+    all go through here, so the flag and the log line read the same everywhere."""
+    result["partial"] = policy.total > 0
+    if policy.total:
+        logger.warning("%s: PARTIAL result, %d bad item(s) skipped: %s", what, policy.total, policy.report())
+    return result
 
 
 def resolve_policy(policy: BadDataPolicy | None) -> BadDataPolicy:

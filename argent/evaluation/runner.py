@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from argent.data.policy import BadDataPolicy
+from argent.data.policy import BadDataPolicy, mark_partial
 from argent.evaluation.analysis_run import run_analysis
 from argent.evaluation.benchmarks import CommonOptions, entry_hash
 from argent.evaluation.protocol_runs import (
@@ -85,10 +85,7 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
         "elapsed_s": round(time.perf_counter() - start, 3),
     }
     out.update(_clean(result))
-    out["partial"] = policy.total > 0  # computed from fewer items than the input holds (skip mode)
-    if policy.total:
-        log.warning("%s: PARTIAL result, %d bad item(s) skipped: %s", name, policy.total, policy.report())
-    return out
+    return mark_partial(out, policy, name, log)  # computed from fewer items than the input holds (skip mode)
 
 
 def _clean(value: Any) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from torch import nn
 from argent.data.formats.imagefolder import read_image_folder
 from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
 from argent.data.images import eval_transform
-from argent.data.policy import BadDataPolicy
+from argent.data.policy import BadDataPolicy, mark_partial
 from argent.data.taxonomy import Taxonomy
 from argent.runs import load_model
 from argent.evaluation.encoding import encode_images, encode_texts
@@ -28,6 +29,8 @@ from argent.probe.conditions import ProbeEmbeddings, run_probe
 from argent.probe.config import ProbeOptions, ProbeSection
 from argent.probe.metrics import CI_METHOD
 from argent.probe.projector import SCORING, model_text_space
+
+log = logging.getLogger(__name__)
 from argent.probe.protocol import PROTOCOL, SCHEMA_VERSION, Hierarchy, hierarchy_from_taxonomy, question_text
 
 
@@ -134,7 +137,7 @@ def probe_model(
             names=concept_names,
         )
         result = run_probe(emb, hierarchy, cfg, model_text_space(model), progress=progress)
-    return {
+    out = {
         "protocol": PROTOCOL,
         "schema_version": SCHEMA_VERSION,
         "model": {
@@ -167,6 +170,7 @@ def probe_model(
         **result,
         "seconds": round(time.perf_counter() - start, 2),
     }
+    return mark_partial(out, policy, f"probe on {data_root}", log)  # fewer images than the folder holds (skip mode)
 
 
 
