@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import yaml
 
 from argent.config import ConfigError, ExperimentConfig, experiment_from_resolved
@@ -252,9 +253,39 @@ def clean_stale(run: RunFolder) -> None:
 def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.device,
                  is_main: bool = True) -> dict[str, Any] | None:
     """The checkpoint to continue from, or None to start fresh. Readability and the config hash are
-    checked before anything else; ``auto`` moves an unreadable checkpoint aside (kept) and says so."""
+    checked before anything else; ``auto`` moves an unreadable checkpoint aside (kept) and says so.
+
+    Under torch.distributed (a collective then: every rank calls it) rank 0 alone decides, moving a
+    corrupt checkpoint aside if it must, and broadcasts the decision before any other rank reads the
+    file: every rank resumes from the same checkpoint, starts fresh, or stops with rank 0's error.
+    """
     if resume == "no":
         return None
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return _decide_resume(run, resume, config_hash, device)
+    decision: list[Any] = [None]
+    state = None
+    if is_main:
+        try:
+            state = _decide_resume(run, resume, config_hash, device)
+            decision[0] = ("fresh", "") if state is None else ("resume", "")
+        except BaseException as err:
+            decision[0] = ("error", str(err))
+            dist.broadcast_object_list(decision, src=0)  # the other ranks stop too, rather than wait
+            raise
+    dist.broadcast_object_list(decision, src=0)
+    kind, message = decision[0]
+    if kind == "error":
+        raise CheckpointError(f"{message} (decided by rank 0)")
+    if kind == "fresh" or is_main:
+        return state
+    state = read_checkpoint(run.checkpoint, device)
+    check_hash(run.checkpoint, state, config_hash, run.config)  # rank 0 checked the same file
+    return state
+
+
+def _decide_resume(run: RunFolder, resume: str, config_hash: str, device: torch.device) -> dict[str, Any] | None:
+    """``resume_state`` for one process (or rank 0)."""
     if not run.checkpoint.exists():
         if resume == "strict":
             raise CheckpointError(f"{run.checkpoint}: --resume strict, but there is no checkpoint to continue from; "
@@ -263,7 +294,7 @@ def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.de
     try:
         state = read_checkpoint(run.checkpoint, device)
     except CheckpointError as err:
-        if resume == "strict" or not is_main:
+        if resume == "strict":
             raise
         aside = run.checkpoint.with_name(f"{CHECKPOINT}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
         os.replace(run.checkpoint, aside)
