@@ -22,7 +22,9 @@ from typing import Any
 from argent.config import ConfigError, check_sections, experiment_from_dict, load_yaml
 from argent.data.formats.grounded import iter_records
 from argent.data.formats.hierarcaps import read_hierarcaps_records
-from argent.data.policy import BadDataPolicy
+from argent.data.manifest import manifest_check, mismatch_message
+from argent.data.policy import BadDataError, BadDataPolicy
+from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
 from argent.runs import require_device
@@ -39,7 +41,7 @@ class PreflightError(ArgentError):
 class Finding:
     key: str  # config key path
     path: str
-    status: str  # ok | produced | missing-optional | missing | unreadable
+    status: str  # ok | produced | missing-optional | missing | unreadable | counted (skip mode goes on)
     detail: str = ""
 
 
@@ -89,6 +91,25 @@ def _sample_shards(pattern: str, fmt: str, min_box_area: int) -> str:
     return f"{len(records)} records read"
 
 
+def _manifest_finding(key: str, pattern: str, bad_data: str) -> Finding | None:
+    """The shards' sample counts against their data set's manifest (argent/data/manifest.py), when
+    the shards exist and a manifest lists them: ``ok``; a difference is ``unreadable`` in strict
+    mode, ``counted`` in skip mode (training goes on and counts it). Tar headers only: cheap."""
+    try:
+        shards = expand_shards(pattern)
+        check = manifest_check(pattern, shards)
+    except BadDataError:
+        return None  # no shard there (yet): the sampling read, or the workflow's synth rule, deals with it
+    except ArgentError as err:  # a torn manifest
+        return Finding(key, pattern, "unreadable", str(err))
+    if check is None:
+        return None
+    if check.differences:
+        return Finding(key, pattern, "unreadable" if bad_data == "strict" else "counted", mismatch_message(check))
+    return Finding(key, pattern, "ok", f"{sum(check.expected.values())} samples in {len(check.expected)} shard(s), "
+                                       f"as {check.manifest} lists")
+
+
 def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> list[Finding]:
     """Every check; raises ``PreflightError`` listing every problem, else returns the findings."""
     check_sections(cfg)
@@ -122,14 +143,19 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
         if not shards or shards in seen:
             continue
         seen.add(shards)
+        counted = _manifest_finding(key, shards, data.get("bad_data", "skip"))
         if _produced(shards, prefixes):
-            findings.append(Finding(key, shards, "produced"))
+            findings.append(counted or Finding(key, shards, "produced"))
             continue
         try:
-            findings.append(Finding(key, shards, "ok",
-                                    _sample_shards(shards, data.get("format", "grounded"), data.get("min_box_area", 1024))))
+            sampled = _sample_shards(shards, data.get("format", "grounded"), data.get("min_box_area", 1024))
         except ArgentError as err:
             findings.append(Finding(key, shards, "unreadable", str(err)))
+            continue
+        if counted is None or counted.status == "ok":
+            findings.append(Finding(key, shards, "ok", "; ".join(d for d in (sampled, counted and counted.detail) if d)))
+        else:
+            findings.append(counted)
 
     benchmarks = cfg.get("benchmarks") or {}
     for name in (cfg.get("evaluate") or {}).get("benchmarks", []):
@@ -172,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     for f in findings:
         if f.status == "missing-optional":
             print(f"skipped (optional, data absent): {f.key}: {f.path}", file=sys.stderr)
+        elif f.status == "counted":
+            print(f"warning (bad_data: skip, training counts it): {f.key}: {f.detail}", file=sys.stderr)
     ok = sum(f.status == "ok" for f in findings)
     print(f"argent check: {args.config}: ok ({ok} paths present, "
           f"{sum(f.status == 'produced' for f in findings)} made by the workflow, "

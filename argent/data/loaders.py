@@ -60,6 +60,7 @@ from argent.data.image_cache import (
     to_float,
 )
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
+from argent.data.manifest import check_against_manifest
 from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches, resolve_policy
 from argent.data.shards import expand_shards, iter_shard
 from argent.models.tokenizer import tokenize
@@ -261,9 +262,15 @@ def train_loader(
     cache_folder = data_cfg.image_cache
     if cache_folder and open_cache(cache_folder, shards) is None:
         cache_folder = ""  # open_cache logged why
-    negatives, negatives_policy = None, BadDataPolicy(data_cfg.bad_data)  # bad rows join the run's skip counts
+    # Counts made once here (shards missing or short against the data set's manifest, bad
+    # hard-negative rows) join the run's skip counts; every rank makes the same ones, so only rank
+    # 0's are kept, for the ranks' sum to be right (strict mode stops every rank alike).
+    once_policy = BadDataPolicy(data_cfg.bad_data)
+    counted = once_policy if rank == 0 else BadDataPolicy(data_cfg.bad_data)
+    check_against_manifest(data_cfg.train_shards, shards, counted)
+    negatives = None
     if data_cfg.negatives:
-        negatives = HardNegatives.from_parquet(data_cfg.negatives, negatives_mode, negatives_policy)
+        negatives = HardNegatives.from_parquet(data_cfg.negatives, negatives_mode, counted)
     stream = TrainStream(
         shards, fmt=data_cfg.format, min_box_area=data_cfg.min_box_area, bad_data=data_cfg.bad_data,
         batch_size=batch_size, image_size=image_size, context_length=context_length, use_boxes=use_boxes,
@@ -273,7 +280,7 @@ def train_loader(
     )
     return CountedBatches(DataLoader(stream, batch_size=None, num_workers=num_workers,
                                      prefetch_factor=2 if num_workers else None, persistent_workers=False),
-                          base=negatives_policy)
+                          base=once_policy)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from argent.data.hiershapes.scene import (
 from argent.data.hiershapes.shapes import Drawn, aspect_of, render
 from argent.data.hiershapes.vocab import Vocabulary
 from argent.data.hiershapes.wordnet_subtree import DEFAULT_CLASSES, DEFAULT_COLOURS
+from argent.data.manifest import SHARD_NAME
 from argent.data.shards import ShardWriter
 
 FORMAT_VERSION = 1
@@ -175,7 +176,7 @@ def _dump_json(obj: Any) -> bytes:
 def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int, start: int, count: int) -> dict[str, Any]:
     ctx = _context(params)
     n_objects: Counter[int] = Counter()
-    with ShardWriter(Path(root) / split / f"shard-{shard:06d}.tar") as writer:
+    with ShardWriter(Path(root) / split / SHARD_NAME.format(shard)) as writer:
         for index in range(start, start + count):
             scene = sample_scene(scene_rng(params.seed, split, index), ctx.vocab, ctx.palette, ctx.scene)
             n_objects[len(scene.objects)] += 1
