@@ -128,6 +128,10 @@ class ModelConfig:
     # Channels of a convolutional stem before the ViT's patch projection (3×3 conv, GELU, then the
     # patch conv); 0 = the plain ViT patchify. A documented option for tiny models (docs/hiershapes.md).
     conv_stem: int = 0
+    # With conv_stem > 0: a small convnet instead (3×3 conv, BatchNorm, GELU, 2×2 max-pool per halving
+    # of the patch size, then a 1×1 projection), a hybrid ViT whose pooled map is the patch grid. The
+    # tiny towers learn shape from whole scenes only with it (docs/hiershapes.md).
+    conv_stem_pooled: bool = False
 
     def __post_init__(self) -> None:
         for key in ("image_size", "patch_size", "vision_width", "vision_layers", "vision_heads", "text_width",
@@ -135,6 +139,10 @@ class ModelConfig:
             check_range(key, getattr(self, key), low=1)
         for key in ("vision_mlp_ratio", "curv_init", "logit_scale_init", "logit_scale_max"):
             check_range(key, getattr(self, key), low=0.0, low_open=True)
+        check_range("conv_stem", self.conv_stem, low=0)
+        if self.conv_stem_pooled and (self.conv_stem < 1 or self.patch_size & (self.patch_size - 1)):
+            raise ConfigError(f"conv_stem_pooled needs conv_stem >= 1 and a power-of-two patch_size "
+                              f"(got conv_stem {self.conv_stem}, patch_size {self.patch_size})")
 
 
 MODEL_SIZES: dict[str, dict[str, Any]] = {

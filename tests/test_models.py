@@ -125,3 +125,48 @@ def test_schedule_warms_up_then_half_cosine_to_zero():
     mid = 10 + 45
     assert lr_factor(mid, 10, 100) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.5)))
     assert lr_factor(100, 10, 100) == pytest.approx(0.0, abs=1e-12)
+
+
+POOLED = dict(image_size=32, patch_size=8, vision_width=32, vision_layers=1, vision_heads=2, conv_stem=8,
+              conv_stem_pooled=True)
+
+
+def test_pooled_stem_makes_the_patch_grid_and_shifts_with_the_image():
+    """The pooled stem is a convnet whose map is the patch grid: a shift of the image by one patch
+    shifts the map by one cell (away from the padded border), which a plain patchify also does but
+    with no pooling inside a patch. Eval mode: BatchNorm uses its running statistics."""
+    from argent.models.encoders import ImageEncoder
+
+    torch.manual_seed(0)
+    tower = ImageEncoder(model_from("tiny", POOLED)).eval()
+    stem = tower.vit.conv_proj
+    image = torch.zeros(1, 3, 32, 32)
+    image[:, :, 4:12, 4:12] = torch.rand(1, 3, 8, 8)
+    shifted = torch.roll(image, shifts=(8, 8), dims=(2, 3))
+    with torch.no_grad():
+        a, b = stem(image), stem(shifted)
+    assert a.shape == (1, 32, 4, 4)
+    torch.testing.assert_close(b[..., 2, 2], a[..., 1, 1])
+    assert not torch.allclose(a[..., 1, 1], a[..., 2, 2])
+
+
+def test_pooled_stem_features_do_not_depend_on_the_batch_in_eval_mode():
+    """BatchNorm normalises by batch statistics in training only; evaluation must embed an image the
+    same alone or in any batch (the evaluation and the probe call model.eval())."""
+    torch.manual_seed(0)
+    model = build_model(model_from("tiny", POOLED), "lorentz")
+    images = torch.rand(6, 3, 32, 32)
+    model.train()
+    for _ in range(3):  # move the running statistics off their init
+        model.encode_image(images)
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model.encode_image(images[:1]), model.encode_image(images)[:1])
+
+
+@pytest.mark.parametrize("override", [dict(patch_size=6, image_size=36), dict(conv_stem=0)])
+def test_pooled_stem_needs_channels_and_a_power_of_two_patch(override):
+    from argent.config import ConfigError
+
+    with pytest.raises(ConfigError, match="conv_stem_pooled"):
+        model_from("tiny", {**POOLED, **override})

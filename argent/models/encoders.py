@@ -88,7 +88,8 @@ class ImageEncoder(nn.Module):
         for block in self.vit.encoder.layers:
             block.self_attention = _with_sdpa(block.self_attention)
         if cfg.conv_stem > 0:
-            self.vit.conv_proj = conv_stem(cfg.conv_stem, cfg.vision_width, cfg.patch_size)
+            make_stem = pooled_conv_stem if cfg.conv_stem_pooled else conv_stem
+            self.vit.conv_proj = make_stem(cfg.conv_stem, cfg.vision_width, cfg.patch_size)
         grid = cfg.image_size // cfg.patch_size
         pos = torch.cat([torch.zeros(1, cfg.vision_width), sincos_2d(grid, cfg.vision_width)])
         # Fixed, not learned (MERU): keep it a buffer-like parameter torchvision's forward reads.
@@ -115,6 +116,22 @@ def conv_stem(channels: int, width: int, patch_size: int) -> nn.Sequential:
         nn.GELU(),
         nn.Conv2d(channels, width, kernel_size=patch_size, stride=patch_size),
     )
+
+
+def pooled_conv_stem(channels: int, width: int, patch_size: int) -> nn.Sequential:
+    """A small convnet as the patch projection (a hybrid ViT): per halving of ``patch_size`` one stage of
+    3×3 convolution, BatchNorm, GELU and 2×2 max-pool (channels doubling from ``channels``), then a 1×1
+    projection to ``width``; output (B, width, S/p, S/p) as the ViT's ``conv_proj``.
+
+    Pooling and normalisation give the tower the translation invariance that a plain ViT must learn per
+    position; measured, the tiny tower learns shape from whole scenes only with both (docs/hiershapes.md).
+    """
+    stages, c_in, c_out = [], 3, channels
+    for _ in range(patch_size.bit_length() - 1):  # log2(patch_size) stages; the config checks a power of two
+        stages += [nn.Conv2d(c_in, c_out, kernel_size=3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.GELU(),
+                   nn.MaxPool2d(2)]
+        c_in, c_out = c_out, 2 * c_out
+    return nn.Sequential(*stages, nn.Conv2d(c_in, width, kernel_size=1))
 
 
 class TextEncoder(nn.Module):
