@@ -241,6 +241,27 @@ def test_count_weights_set_the_object_count_mix(tmp_path):
         HiershapesParams(min_objects=1, max_objects=2, count_weights=[1]).check()
 
 
+def test_general_rate_names_ancestors_in_training_captions_only():
+    """general_rate 1: every object's noun in a training caption is a strict ancestor of its class
+    and the spans still cut out the phrases; 0 (the default): the class name, as before."""
+    from argent.data.hiershapes.generate import _context, general_names
+    from argent.data.hiershapes.scene import grounded_json, sample_scene, scene_rng
+
+    ctx = _context(HiershapesParams(min_objects=1, max_objects=2))
+    for i in range(30):
+        scene = sample_scene(scene_rng(0, "train", i), ctx.vocab, ctx.palette, ctx.scene)
+        assert general_names(scene, ctx.vocab, 0.0, np.random.default_rng(i)) is None
+        assert grounded_json(scene, 64)["caption"] == scene.levels[3]
+        names = general_names(scene, ctx.vocab, 1.0, np.random.default_rng(i))
+        record = grounded_json(scene, 64, names)
+        for obj, name, (start, end, *_box) in zip(scene.objects, names, record["noun_chunks"]):
+            assert name in {c.name for c in ctx.vocab.path(obj.synset)[:-1]}
+            assert record["caption"][start:end].endswith(f"{obj.colour_name} {name}")
+        assert record["scene"]["objects"][0]["name"] == scene.objects[0].name
+    with pytest.raises(ValueError, match="general_rate"):
+        HiershapesParams(general_rate=1.5).check()
+
+
 MENTION = re.compile(r"^an? (?:(small|medium|large) )?(?:(solid|striped|outlined) )?(\S+) (\S+)$")
 REL = re.compile(r"^(left of|right of|above|below) (.*)$")
 

@@ -38,8 +38,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from argent.data.hiershapes.scene import (
     COMPOSITIONAL_CATEGORIES,
+    SPLIT_IDS,
     Scene,
     SceneParams,
     anchored,
@@ -86,6 +89,10 @@ class HiershapesParams:
     fills: list[str] = field(default_factory=lambda: ["solid", "striped", "outlined"])
     relations: list[str] = field(default_factory=lambda: ["left of", "right of", "above", "below"])
     level2_depth: int = 3
+    # Share of training/validation objects whose caption names a random ancestor of their class
+    # ("a small solid red polygon"): captions of mixed generality, as web captions are, so the text
+    # tower meets the hypernyms that the entailment benchmarks ask about. 0 = always the class.
+    general_rate: float = 0.0
     background: list[int] = field(default_factory=lambda: [235, 235, 235])
     colour_jitter: int = 10
     jpeg_quality: int = 95
@@ -112,6 +119,8 @@ class HiershapesParams:
                 raise ValueError(f"{name}: must be >= 0")
         if self.shard_size < 1 or self.image_size < 16 or self.supersample < 1:
             raise ValueError("shard_size >= 1, image_size >= 16 and supersample >= 1 are required")
+        if not 0.0 <= self.general_rate <= 1.0:
+            raise ValueError("general_rate: a probability in [0, 1]")
         if not 1 <= self.jpeg_quality <= 100:
             raise ValueError("jpeg_quality: 1..100")
         if len(self.background) != 3 or any(not 0 <= c <= 255 for c in self.background):
@@ -173,6 +182,22 @@ def _dump_json(obj: Any) -> bytes:
 # ------------------------------------------------------------------------------------------------
 
 
+_GENERAL_STREAM = 7  # its own random stream: the scenes (and every other split) do not change with general_rate
+
+
+def general_names(scene: Scene, vocab: Vocabulary, rate: float, rng: np.random.Generator) -> list[str] | None:
+    """Per object, its class name or, with probability ``rate``, a uniformly drawn ancestor's name
+    (root included); None when ``rate`` is 0, so the default data stay byte-identical."""
+    if rate <= 0.0:
+        return None
+    names = []
+    for obj in scene.objects:
+        ancestors = vocab.path(obj.synset)[:-1]
+        general = ancestors and rng.random() < rate
+        names.append(ancestors[int(rng.integers(len(ancestors)))].name if general else obj.name)
+    return names
+
+
 def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int, start: int, count: int) -> dict[str, Any]:
     ctx = _context(params)
     n_objects: Counter[int] = Counter()
@@ -180,7 +205,10 @@ def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int,
         for index in range(start, start + count):
             scene = sample_scene(scene_rng(params.seed, split, index), ctx.vocab, ctx.palette, ctx.scene)
             n_objects[len(scene.objects)] += 1
-            writer.write(f"{split}-{index:08d}", {"jpg": _jpeg(ctx, scene), "json": _dump_json(grounded_json(scene, params.image_size))})
+            names = general_names(scene, ctx.vocab, params.general_rate, np.random.default_rng(
+                [params.seed, SPLIT_IDS[split], index, _GENERAL_STREAM]))
+            record = grounded_json(scene, params.image_size, names)
+            writer.write(f"{split}-{index:08d}", {"jpg": _jpeg(ctx, scene), "json": _dump_json(record)})
     return {"split": split, "samples": count, "objects": dict(n_objects)}
 
 

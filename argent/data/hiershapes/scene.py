@@ -155,10 +155,12 @@ def anchored(scene: Scene, anchor: int, allowed: Sequence[str], full: bool = Tru
     return compose([describe(o, full=full) for o in objs], rels)
 
 
-def grounded_json(scene: Scene, image_size: int) -> dict[str, Any]:
-    """The GRIT-style record of a scene: level-4 caption, spans with normalised boxes, the scene graph."""
-    caption = scene.levels[3]
-    _, spans = compose([describe(o) for o in scene.objects], scene.relations)
+def grounded_json(scene: Scene, image_size: int, names: Sequence[str] | None = None) -> dict[str, Any]:
+    """The GRIT-style record of a scene: level-4 caption, spans with normalised boxes, the scene graph.
+    ``names`` replaces each object's noun in the caption (a hypernym, see ``general_rate``); the scene
+    graph keeps the true classes."""
+    caption, spans = compose([describe(o, name=n) for o, n in zip(scene.objects, names or [None] * len(scene.objects))],
+                             scene.relations)
     s = float(image_size)
 
     def norm(box: Sequence[int]) -> list[float]:
