@@ -60,7 +60,7 @@ from argent.data.image_cache import (
     to_float,
 )
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
-from argent.data.manifest import check_against_manifest
+from argent.data.manifest import check_against_manifest, check_named_shards
 from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches, resolve_policy
 from argent.data.shards import expand_shards, iter_shard
 from argent.models.tokenizer import tokenize
@@ -324,11 +324,13 @@ def grounded_eval_batches(
     """Ordered batches (shards sorted, file order) of a grounded/plain set, eval transform, no shuffle.
 
     Same keys as training batches; the crop/phrase is each sample's first kept box. ``policy``
-    collects the skipped samples.
+    collects the skipped samples, and the shards' differences from their data set's manifest
+    (argent/data/manifest.py; compared before the first batch).
     """
     if use_boxes and fmt != "grounded":
         raise BadDataError(f"{pattern}: {fmt!r} shards have no boxes; pass use_boxes=False")
     policy = resolve_policy(policy)
+    check_named_shards(pattern, policy)
     tf = eval_transform(image_size)
     chunk: list[tuple[GroundedRecord, Any]] = []
 

@@ -8,7 +8,8 @@ holds ``min(shard_size, samples - i·shard_size)`` samples. Shards without such 
 their folder are not checked here (real data sets ship none).
 
 Only the shards the pattern names are compared: a shard the pattern names (by brace or glob) that the
-manifest lists but that is not on disk is a ``missing_shard``; a shard whose sample count differs from
+manifest lists but that is not on disk is a ``missing_shard`` (also when the pattern matches no file
+at all: its folder's manifest still says what is missing); a shard whose sample count differs from
 the manifest's is a ``count_mismatch``. Counting reads tar headers only (a sample is a run of members
 with the same key, as webdataset groups them); no image is decoded. Bad-data policy as everywhere:
 strict mode raises one error listing every difference, skip mode counts one per shard.
@@ -29,6 +30,7 @@ from typing import Any
 from braceexpand import braceexpand
 
 from argent.data.policy import BadDataError, BadDataPolicy
+from argent.data.shards import expand_shards
 from argent.io import read_json
 
 log = logging.getLogger("argent.data")
@@ -99,10 +101,27 @@ def _named(pattern: str | Path | Sequence[str | Path], path: Path) -> bool:
     return False
 
 
+def _named_folders(pattern: str | Path | Sequence[str | Path]) -> set[Path]:
+    """The folders a pattern names by itself (none when a folder part is a glob): where to look for
+    the manifest of a pattern that matches no file."""
+    patterns = [pattern] if isinstance(pattern, (str, Path)) else list(pattern)
+    folders = set()
+    for pat in patterns:
+        for expanded in braceexpand(str(pat)):
+            if not expanded.strip():
+                continue
+            folder = Path(os.path.normpath(expanded)).parent
+            if glob.has_magic(str(folder)):
+                return set()
+            folders.add(folder)
+    return folders
+
+
 def manifest_check(pattern: str | Path | Sequence[str | Path], shards: Sequence[Path]) -> ManifestCheck | None:
-    """The comparison for ``shards`` (matched by ``pattern``), or None when no manifest lists them:
-    shards in several folders, no ``manifest.json`` above their folder, or no counts for that split."""
-    folders = {Path(s).parent for s in shards}
+    """The comparison for ``shards`` (matched by ``pattern``; none: the folder the pattern names), or
+    None when no manifest lists them: shards in several folders, no ``manifest.json`` above their
+    folder, or no counts for that split."""
+    folders = {Path(s).parent for s in shards} if shards else _named_folders(pattern)
     if len(folders) != 1:
         return None
     folder = folders.pop()
@@ -149,3 +168,14 @@ def check_against_manifest(pattern: str | Path | Sequence[str | Path], shards: S
         policy.bad(reason, f"{check.manifest}: {detail}")
     log.warning("%s; counted (bad_data: skip)", message)
     return check
+
+
+def check_named_shards(pattern: str | Path | Sequence[str | Path], policy: BadDataPolicy) -> ManifestCheck | None:
+    """``check_against_manifest`` for a reader that expands ``pattern`` itself (the evaluation sets
+    read from shards): call it once, before reading. A pattern that matches no file is compared too,
+    so that strict mode names the manifest and the missing shards; the reader then says "no match"."""
+    try:
+        shards = expand_shards(pattern)
+    except BadDataError:
+        shards = []
+    return check_against_manifest(pattern, shards, policy)

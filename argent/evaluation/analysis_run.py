@@ -20,6 +20,7 @@ from argent import geometry
 from argent.data.formats.grounded import decode_record, iter_records
 from argent.data.formats.hierarcaps import read_hierarcaps
 from argent.data.images import eval_transform
+from argent.data.manifest import check_named_shards
 from argent.data.policy import BadDataPolicy
 from argent.evaluation import analysis
 from argent.evaluation.benchmarks import AnalysisEntry
@@ -109,8 +110,11 @@ def _add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, 
     """Images, captions, crops and phrases of grounded shards, via the grounded reader.
 
     Every kept region of a sample contributes one crop and one phrase (HyCoCLIP's crop rule);
-    the full image gets the same white square padding as in training. Returns the sample count.
+    the full image gets the same white square padding as in training. The shards are compared with
+    their data set's manifest first (a missing or short val shard: module argent/data/manifest.py).
+    Returns the sample count.
     """
+    check_named_shards(entry.shards, policy)
     records = iter_records(entry.shards, min_box_area=entry.min_box_area, policy=policy)
     samples = [s for r in islice(records, entry.limit or None) if (s := decode_record(r, policy)) is not None]
     policy.require_usable(len(samples), entry.shards)
