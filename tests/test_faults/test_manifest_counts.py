@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 import tarfile
+from collections import Counter
 
+import polars as pl
 import pytest
 
 from argent.config import DataConfig
@@ -132,3 +134,32 @@ def test_preflight_reports_a_short_data_set(dataset, tmp_path, argent):
                                                         hiershapes={"out": str(dataset)}))
     assert code == 2 and "shard-000002.tar: 3 samples, 4 listed" in err
     assert checksums(dataset) == before  # the preflight reads, never writes
+
+
+def hard_negatives(path, keys, empty: int) -> str:
+    """A mined table (argent mine's columns) for ``keys``; the first ``empty`` rows have a blank negative."""
+    rows = [{"key": k, "negative": "" if i < empty else f"a negative {i}", "c_hat": 0.5, "mode": "concrete"}
+            for i, k in enumerate(keys)]
+    pl.DataFrame(rows).write_parquet(path)
+    return str(path)
+
+
+def test_counts_made_once_are_not_multiplied_by_the_world_size(dataset, tmp_path):
+    """The manifest's differences and the hard-negative table's bad rows are seen alike by every rank;
+    only rank 0 keeps them, so the sum over ranks (what ``skip_counts`` all-gathers) counts each once."""
+    (dataset / "train" / "shard-000002.tar").unlink()  # two shards left: one per rank
+    pattern = str(dataset / "train" / "shard-*.tar")
+    keys = sorted({s["__key__"] for shard in expand_shards(pattern) for s in iter_shard(shard, BadDataPolicy("strict"))})
+    cfg = DataConfig(train_shards=pattern, bad_data="skip", min_box_area=1, augment=False,
+                     negatives=hard_negatives(tmp_path / "neg.parquet", keys, empty=2))
+
+    def counts(rank: int, world_size: int) -> Counter:
+        batches = iter(train_loader(cfg, batch_size=2, image_size=16, context_length=16, use_boxes=False, seed=0,
+                                    rank=rank, world_size=world_size, shuffle_buffer=1))
+        next(batches)  # the stream's own counts join in; a clean shard adds none
+        return Counter(batches.totals()["skipped"])
+
+    once = {"missing_shard": 1, "empty_negative": 2}
+    assert counts(0, 1) == once
+    assert counts(0, 2) == once and counts(1, 2) == {}
+    assert counts(0, 2) + counts(1, 2) == once  # not {"missing_shard": 2, "empty_negative": 4}
