@@ -28,9 +28,10 @@ from argent.data.image_cache import (
     open_cache,
     pad_square,
     record_pixels,
+    resize_center,
     to_float,
 )
-from argent.data.images import decode_image, pad_to_square, train_transform
+from argent.data.images import decode_image, eval_transform, pad_to_square, train_transform
 from argent.data.loaders import train_loader
 from argent.data.shards import ShardWriter, expand_shards
 from argent.models.tokenizer import _tokenizer, tokenize
@@ -127,6 +128,9 @@ def test_tensor_path_equals_the_pil_path():
                 torch.default_generator.manual_seed(seed)
                 expected = train_transform(S)(pil)
             assert torch.equal(to_float(augment(tensor, S, (0.5, 1.0), seed)), expected)
+        # Without augmentation the loader's resize_center is eval_transform, also bit for bit.
+        assert torch.equal(to_float(resize_center(tensor, S)), eval_transform(S)(pil))
+        assert torch.equal(to_float(resize_center(tensor, S)), eval_transform(S)(tensor))
 
 
 def test_augment_leaves_the_callers_rng_alone():

@@ -114,6 +114,14 @@ def augment(image: torch.Tensor, size: int, scale: tuple[float, float], seed: in
                            interpolation=v2.InterpolationMode.BICUBIC, antialias=True)
 
 
+def resize_center(image: torch.Tensor, size: int) -> torch.Tensor:
+    """``images.eval_transform(size)`` of a 3×H×W uint8 tensor (shorter side to ``size``, bicubic
+    antialiased, centre crop) without a v2 ``Compose``'s per-call dispatch: the same kernels in the same
+    order, so the same pixels; uint8 out, ``to_float`` converts (the loader does it once per batch)."""
+    image = TF.resize(image, [size], interpolation=v2.InterpolationMode.BICUBIC, antialias=True)
+    return TF.center_crop(image, [size, size])
+
+
 def to_float(image: torch.Tensor) -> torch.Tensor:
     """uint8 -> float32 in [0, 1], as ``v2.ToDtype(float32, scale=True)``."""
     return TF.to_dtype(image, torch.float32, scale=True)

@@ -57,6 +57,7 @@ from argent.data.image_cache import (
     open_cache,
     pad_square,
     record_pixels,
+    resize_center,
     to_float,
 )
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
@@ -161,10 +162,10 @@ class TrainStream(IterableDataset):
     # -- decode stage ---------------------------------------------------------------------------
     def _transform(self, image: torch.Tensor, words: list[int]) -> torch.Tensor:
         """A 3×H×W uint8 image -> (3, S, S): images.train_transform (seeded by ``words``; uint8 until
-        ``_stack`` scales the whole batch at once) or eval_transform (float32), on the tensor path
+        ``_stack`` scales the whole batch at once) or eval_transform (``resize_center``, uint8 too), on the tensor path
         shared with the image cache (argent/data/image_cache.py)."""
         if not self.augment:
-            return self._eval_tf(image)
+            return resize_center(image, self.image_size)
         return augment(image, self.image_size, TRAIN_SCALE, _torch_seed(words))
 
     @staticmethod
@@ -215,7 +216,6 @@ class TrainStream(IterableDataset):
         g = self.rank * self.n_roles + role
         shards = self.shards[g:: self.world_size * self.n_roles]
         self._cache = ImageCache(self.image_cache) if self.image_cache else None
-        self._eval_tf = eval_transform(self.image_size)
         policy = BadDataPolicy(self.bad_data)  # type: ignore[arg-type]
         stream = self._shuffled(self._records(shards, g, policy), g)
         skip = _role_skip(self.start_batch, role, self.n_roles)
