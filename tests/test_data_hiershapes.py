@@ -244,8 +244,8 @@ def test_count_weights_set_the_object_count_mix(tmp_path):
 def test_general_rate_names_ancestors_in_training_captions_only():
     """general_rate 1: every object's noun in a training caption is a strict ancestor of its class
     and the spans still cut out the phrases; 0 (the default): the class name, as before."""
-    from argent.data.hiershapes.generate import _context, general_names
-    from argent.data.hiershapes.scene import grounded_json, sample_scene, scene_rng
+    from argent.data.hiershapes.generate import _context
+    from argent.data.hiershapes.scene import general_names, grounded_json, sample_scene, scene_rng
 
     ctx = _context(HiershapesParams(min_objects=1, max_objects=2))
     for i in range(30):

@@ -47,6 +47,7 @@ from argent.data.hiershapes.scene import (
     SceneParams,
     anchored,
     compositional_items,
+    general_names,
     grounded_json,
     sample_scene,
     scene_rng,
@@ -183,19 +184,6 @@ def _dump_json(obj: Any) -> bytes:
 
 
 _GENERAL_STREAM = 7  # its own random stream: the scenes (and every other split) do not change with general_rate
-
-
-def general_names(scene: Scene, vocab: Vocabulary, rate: float, rng: np.random.Generator) -> list[str] | None:
-    """Per object, its class name or, with probability ``rate``, a uniformly drawn ancestor's name
-    (root included); None when ``rate`` is 0, so the default data stay byte-identical."""
-    if rate <= 0.0:
-        return None
-    names = []
-    for obj in scene.objects:
-        ancestors = vocab.path(obj.synset)[:-1]
-        general = ancestors and rng.random() < rate
-        names.append(ancestors[int(rng.integers(len(ancestors)))].name if general else obj.name)
-    return names
 
 
 def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int, start: int, count: int) -> dict[str, Any]:

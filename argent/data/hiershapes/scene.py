@@ -176,6 +176,19 @@ def grounded_json(scene: Scene, image_size: int, names: Sequence[str] | None = N
             "noun_chunks": noun_chunks, "ref_exps": ref_exps, "scene": scene.to_json()}
 
 
+def general_names(scene: Scene, vocab: Vocabulary, rate: float, rng: np.random.Generator) -> list[str] | None:
+    """Per object, its class name or, with probability ``rate``, a uniformly drawn ancestor's name
+    (root included); None when ``rate`` is 0, so the default data stay byte-identical."""
+    if rate <= 0.0:
+        return None
+    names = []
+    for obj in scene.objects:
+        ancestors = vocab.path(obj.synset)[:-1]
+        general = ancestors and rng.random() < rate
+        names.append(ancestors[int(rng.integers(len(ancestors)))].name if general else obj.name)
+    return names
+
+
 # ------------------------------------------------------------------------------------------------
 # Sampling
 # ------------------------------------------------------------------------------------------------
