@@ -61,6 +61,7 @@ from argent.data.image_cache import (
     to_float,
 )
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
+from argent.data.memo import EpochMemo
 from argent.data.manifest import check_against_manifest, check_named_shards
 from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches, resolve_policy
 from argent.data.shards import expand_shards, iter_shard
@@ -133,15 +134,19 @@ class TrainStream(IterableDataset):
             order = np.random.default_rng([self.seed, g, _ORDER_STREAM, epoch]).permutation(len(shards))
             n_usable = 0
             for i in order:
-                for sample in iter_shard(shards[i], policy):
-                    record = parse_sample(sample, self.fmt, min_box_area=self.min_box_area, policy=policy)  # type: ignore[arg-type]
-                    if record is not None:
-                        n_usable += 1
-                        yield epoch, record
+                for record in self._memo.records(shards[i], policy, lambda p, shard=shards[i]: self._parse(shard, p)):
+                    n_usable += 1
+                    yield epoch, record
             policy.require_usable(n_usable, f"{[str(s) for s in shards]} (rank {self.rank}, stream {g})")
             if policy.counts or policy.dropped:
                 log.warning("rank %d stream %d epoch %d: %s", self.rank, g, epoch, policy.report())
             epoch += 1
+
+    def _parse(self, shard: Path, policy: BadDataPolicy) -> Iterator[GroundedRecord]:
+        for sample in iter_shard(shard, policy):
+            record = parse_sample(sample, self.fmt, min_box_area=self.min_box_area, policy=policy)  # type: ignore[arg-type]
+            if record is not None:
+                yield record
 
     def _shuffled(self, records: Iterator[tuple[int, GroundedRecord]], g: int) -> Iterator[GroundedRecord]:
         """A seeded shuffle buffer. It holds at most one epoch: a buffer larger than the stream
@@ -168,6 +173,25 @@ class TrainStream(IterableDataset):
             return resize_center(image, self.image_size)
         return augment(image, self.image_size, TRAIN_SCALE, _torch_seed(words))
 
+    def _sample(self, record: GroundedRecord, base: list[int]) -> tuple[torch.Tensor, torch.Tensor | None, str | None]:
+        """(image, crop, phrase) of one record at batch position ``base``; the box is drawn per visit,
+        the pixels of each (record, box) come from the memo when it keeps them."""
+        decoded: list[torch.Tensor] = []
+
+        def pixels() -> torch.Tensor:  # decoded at most once per visit, and not at all on a memo hit
+            if not decoded:
+                decoded.append(record_pixels(record, self._cache))
+            return decoded[0]
+
+        square = pad_square if self.fmt == "grounded" else (lambda x: x)
+        image = self._memo.pixels((record.where, -1), lambda: self._transform(square(pixels()), base + [1]))
+        if not self.use_boxes:
+            return image, None, None
+        k = int(np.random.default_rng(base + [0]).integers(len(record.regions)))
+        crop = self._memo.pixels((record.where, k),
+                                 lambda: self._transform(crop_pixels(pixels(), record.regions[k].box), base + [2]))
+        return image, crop, record.regions[k].phrase
+
     @staticmethod
     def _stack(images: list[torch.Tensor]) -> torch.Tensor:
         batch = torch.stack(images)
@@ -177,18 +201,14 @@ class TrainStream(IterableDataset):
         images, crops, texts, phrases, keys = [], [], [], [], []
         for i, record in enumerate(records):
             try:
-                image = record_pixels(record, self._cache)
+                image, crop, phrase = self._sample(record, [self.seed, self.rank, b, i])
             except BadDataError:
                 policy.bad("corrupt_image", f"{record.where}: image does not decode")
                 continue
-            base = [self.seed, self.rank, b, i]
             if self.use_boxes:
-                region = record.regions[int(np.random.default_rng(base + [0]).integers(len(record.regions)))]
-                crops.append(self._transform(crop_pixels(image, region.box), base + [2]))
-                phrases.append(region.phrase)
-            if self.fmt == "grounded":
-                image = pad_square(image)
-            images.append(self._transform(image, base + [1]))
+                crops.append(crop)
+                phrases.append(phrase)
+            images.append(image)
             texts.append(record.caption)
             keys.append(record.key)
         if not keys:
@@ -216,6 +236,8 @@ class TrainStream(IterableDataset):
         g = self.rank * self.n_roles + role
         shards = self.shards[g:: self.world_size * self.n_roles]
         self._cache = ImageCache(self.image_cache) if self.image_cache else None
+        # A set small enough for the image cache is parsed once and, without augmentation, resized once.
+        self._memo = EpochMemo(keep_records=self._cache is not None, keep_pixels=self._cache is not None and not self.augment)
         policy = BadDataPolicy(self.bad_data)  # type: ignore[arg-type]
         stream = self._shuffled(self._records(shards, g, policy), g)
         skip = _role_skip(self.start_batch, role, self.n_roles)

@@ -142,3 +142,29 @@ def test_counts_are_summed_over_ranks(tmp_path):
 
 def test_a_batch_source_that_does_not_count_gives_none():
     assert skip_counts(iter([{"image": torch.zeros(1)}])) is None
+
+
+@pytest.mark.parametrize("augment", [False, True])
+def test_a_cached_set_replayed_from_memory_counts_and_batches_as_a_fresh_read(tmp_path, augment):
+    """With an image cache the loader parses each shard once and replays it (and, without augmentation,
+    keeps the resized pixels): over several passes the batches and the counts after every batch equal
+    those of a loader that reads and decodes everything each pass."""
+    from argent.data.image_cache import build
+
+    bad_shard(tmp_path / "shard-000000.tar", good=6)
+    without_end_marker(bad_shard(tmp_path / "shard-000001.tar", good=5))
+    cache = tmp_path / "cache"
+    build(str(tmp_path / "shard-*.tar"), cache)
+
+    def run(image_cache: str) -> list[tuple[dict, dict]]:
+        data_cfg = DataConfig(train_shards=str(tmp_path / "shard-*.tar"), format="plain", augment=augment,
+                              image_cache=image_cache)
+        batches = iter(train_loader(data_cfg, batch_size=4, image_size=16, context_length=16, use_boxes=False,
+                                    seed=0, shuffle_buffer=4))
+        return [(next(batches), skip_counts(batches)) for _ in range(14)]  # 56 records: over 4 passes of 13
+
+    fresh, replayed = run(""), run(str(cache))
+    assert fresh[-1][1]["skipped_samples"]["empty_caption"] >= 4, "the stream went through several passes"
+    for (a, counts_a), (b, counts_b) in zip(fresh, replayed, strict=True):
+        assert counts_a == counts_b
+        assert a["key"] == b["key"] and torch.equal(a["image"], b["image"]) and torch.equal(a["text"], b["text"])
