@@ -19,6 +19,9 @@ Training (``train_loader``): an infinite, shuffled stream of batch dicts (contra
   RNG (``torch.random.fork_rng``).
 - An image whose header reads but whose pixels do not decode is dropped from its batch (the
   batch is one shorter; counted as ``corrupt_image``), so batch numbering never shifts.
+- With an image cache (a set that fits in memory) each process parses a shard once and replays
+  its records and bad-data notes on later passes, and without augmentation keeps each resized
+  image and crop (argent/data/memo.py): the same batches and counts, without the repeated work.
 Bad samples follow ``data_cfg.bad_data``; each worker logs its counts after every pass over its
 shards, and a pass with nothing usable is an error. The counts also travel with the batches to
 the trainer, which writes them to the run's ``summary.json`` (``argent.data.policy.skip_counts``).
@@ -61,8 +64,8 @@ from argent.data.image_cache import (
     to_float,
 )
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
-from argent.data.memo import EpochMemo
 from argent.data.manifest import check_against_manifest, check_named_shards
+from argent.data.memo import EpochMemo
 from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches, resolve_policy
 from argent.data.shards import expand_shards, iter_shard
 from argent.models.tokenizer import tokenize
