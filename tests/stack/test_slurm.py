@@ -31,8 +31,8 @@ SHARED = ROOT.parent / "shared"
 # This cluster has no accounting daemon (so squeue, not sacct, reports job states), one partition
 # `debug`, and 2 CPUs; the profile's defaults are for a real cluster. Status: the plugin waits its
 # init interval (default 40 s) after submitting and after every finished job, adding 10 s per poll
-# that sees none finish; at 40 s that wait, not the jobs, was most of this module's time (a smoke job
-# runs 15-25 s here), so this one-node cluster is asked after 1 s (squeue is cheap here).
+# that sees none finish; at 40 s those waits were a third of this module's time (a smoke job runs
+# 15-25 s here; docs/scaling.md), so this one-node cluster is asked after 1 s (squeue is cheap here).
 SITE = ["--slurm-status-command", "squeue", "--slurm-no-account", "--slurm-init-seconds-before-status-checks", "1",
         "--seconds-between-status-checks", "1",
         "--default-resources", "slurm_partition=debug", "cpus_per_task=1", "mem_mb=1000", "runtime=30"]
