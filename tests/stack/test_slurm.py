@@ -24,13 +24,17 @@ from stackutil import ROOT, child_env, script
 
 from argent.runs import RunFolder, read_metrics, run_dir
 
-pytestmark = [pytest.mark.stack, pytest.mark.timeout(3600)]  # a DAG of ~20 Slurm jobs on 2 cores
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1800)]  # a DAG of 26 Slurm jobs on 2 cores (~8 min)
 
 SLURM = ROOT / "scripts" / "slurm-local.sh"
 SHARED = ROOT.parent / "shared"
 # This cluster has no accounting daemon (so squeue, not sacct, reports job states), one partition
-# `debug`, and 2 CPUs; the profile's defaults are for a real cluster.
-SITE = ["--slurm-status-command", "squeue", "--slurm-no-account", "--seconds-between-status-checks", "5",
+# `debug`, and 2 CPUs; the profile's defaults are for a real cluster. Status: the plugin waits its
+# init interval (default 40 s) after submitting and after every finished job, adding 10 s per poll
+# that sees none finish; at 40 s those waits were a third of this module's time (a smoke job runs
+# 15-25 s here; docs/scaling.md), so this one-node cluster is asked after 1 s (squeue is cheap here).
+SITE = ["--slurm-status-command", "squeue", "--slurm-no-account", "--slurm-init-seconds-before-status-checks", "1",
+        "--seconds-between-status-checks", "1",
         "--default-resources", "slurm_partition=debug", "cpus_per_task=1", "mem_mb=1000", "runtime=30"]
 SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
