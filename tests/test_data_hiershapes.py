@@ -262,6 +262,36 @@ def test_general_rate_names_ancestors_in_training_captions_only():
         HiershapesParams(general_rate=1.5).check()
 
 
+def test_caption_levels_caption_training_records_at_every_level(tmp_path):
+    """caption_levels: training records captioned at the drawn level, read back by the real reader
+    (levels 1-3: one region, the whole caption on the anchor's box); the images and every test
+    split are those of the level-4-only data, and [] keeps the data byte-identical."""
+    small = dict(SMALL, train_scenes=48, test_scenes=0, pep_val_scenes=0, per_class=0)
+    plain = generate(HiershapesParams(seed=3, **small), tmp_path / "plain", jobs=1)
+    mixed = generate(HiershapesParams(seed=3, caption_levels=[1, 1, 1, 1], **small), tmp_path / "mixed", jobs=1)
+    assert plain["content_hash"] == generate(HiershapesParams(seed=3, caption_levels=[], **small), tmp_path / "p2", jobs=1)["content_hash"]
+    policy = BadDataPolicy("strict")
+    read = {name: {s.key: s for s in read_grounded(str(tmp_path / name / "train" / "*.tar"), min_box_area=plain["min_box_area"],
+                                                   policy=policy)} for name in ("plain", "mixed")}
+    assert policy.counts == {} and read["plain"].keys() == read["mixed"].keys()
+    levels = Counter()
+    for key, sample in read["mixed"].items():
+        twin = read["plain"][key]
+        assert np.array_equal(np.asarray(sample.image), np.asarray(twin.image))
+        if sample.caption == twin.caption:
+            levels[4] += 1
+            continue
+        anchor = twin.regions[0]
+        level = {"a shape": 1}.get(sample.caption, 3 if sample.caption.split()[-1] == anchor.phrase.split()[-1] else 2)
+        levels[level] += 1
+        assert [(r.phrase, r.box) for r in sample.regions] == [(sample.caption, anchor.box)]
+    assert all(levels[k] >= 4 for k in (1, 2, 3, 4)), levels  # 48 draws at 1/4 each
+    with pytest.raises(ValueError, match="caption_levels"):
+        HiershapesParams(caption_levels=[1, 1, 1]).check()
+    with pytest.raises(ValueError, match="caption_levels"):
+        HiershapesParams(caption_levels=[0, 0, 0, 0]).check()
+
+
 MENTION = re.compile(r"^an? (?:(small|medium|large) )?(?:(solid|striped|outlined) )?(\S+) (\S+)$")
 REL = re.compile(r"^(left of|right of|above|below) (.*)$")
 

@@ -49,6 +49,7 @@ from argent.data.hiershapes.scene import (
     compositional_items,
     general_names,
     grounded_json,
+    level_json,
     sample_scene,
     scene_rng,
 )
@@ -94,6 +95,11 @@ class HiershapesParams:
     # ("a small solid red polygon"): captions of mixed generality, as web captions are, so the text
     # tower meets the hypernyms that the entailment benchmarks ask about. 0 = always the class.
     general_rate: float = 0.0
+    # Weights of the four caption levels (1 "a shape", 2 "a polygon", 3 "a red square", 4 the full
+    # grounded caption) for training/validation records: the entailment benchmarks ask about the
+    # general levels, which a level-4-only training set never names (docs/hiershapes.md).
+    # [] = level 4 always (the data stay byte-identical).
+    caption_levels: list[float] = field(default_factory=list)
     background: list[int] = field(default_factory=lambda: [235, 235, 235])
     colour_jitter: int = 10
     jpeg_quality: int = 95
@@ -122,6 +128,9 @@ class HiershapesParams:
             raise ValueError("shard_size >= 1, image_size >= 16 and supersample >= 1 are required")
         if not 0.0 <= self.general_rate <= 1.0:
             raise ValueError("general_rate: a probability in [0, 1]")
+        if self.caption_levels and (len(self.caption_levels) != 4 or min(self.caption_levels) < 0
+                                    or sum(self.caption_levels) <= 0):
+            raise ValueError("caption_levels: four non-negative weights (levels 1..4) with a positive sum, or []")
         if not 1 <= self.jpeg_quality <= 100:
             raise ValueError("jpeg_quality: 1..100")
         if len(self.background) != 3 or any(not 0 <= c <= 255 for c in self.background):
@@ -184,6 +193,15 @@ def _dump_json(obj: Any) -> bytes:
 
 
 _GENERAL_STREAM = 7  # its own random stream: the scenes (and every other split) do not change with general_rate
+_LEVEL_STREAM = 8  # likewise for caption_levels
+
+
+def _caption_level(params: HiershapesParams, split: str, index: int) -> int:
+    if not params.caption_levels:
+        return 4
+    weights = np.asarray(params.caption_levels, dtype=float)
+    rng = np.random.default_rng([params.seed, SPLIT_IDS[split], index, _LEVEL_STREAM])
+    return int(rng.choice(4, p=weights / weights.sum())) + 1
 
 
 def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int, start: int, count: int) -> dict[str, Any]:
@@ -195,7 +213,9 @@ def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int,
             n_objects[len(scene.objects)] += 1
             names = general_names(scene, ctx.vocab, params.general_rate, np.random.default_rng(
                 [params.seed, SPLIT_IDS[split], index, _GENERAL_STREAM]))
-            record = grounded_json(scene, params.image_size, names)
+            level = _caption_level(params, split, index)
+            record = grounded_json(scene, params.image_size, names) if level == 4 else \
+                level_json(scene, level, params.image_size)
             writer.write(f"{split}-{index:08d}", {"jpg": _jpeg(ctx, scene), "json": _dump_json(record)})
     return {"split": split, "samples": count, "objects": dict(n_objects)}
 

@@ -176,6 +176,19 @@ def grounded_json(scene: Scene, image_size: int, names: Sequence[str] | None = N
             "noun_chunks": noun_chunks, "ref_exps": ref_exps, "scene": scene.to_json()}
 
 
+def level_json(scene: Scene, level: int, image_size: int) -> dict[str, Any]:
+    """A record captioned at ``level`` (1 = "a shape" ... 3 = "a red square"; 4 is ``grounded_json``):
+    its one span is the whole caption, on the anchor's box, since levels 1-3 name the anchor only."""
+    if not 1 <= level <= 3:
+        raise ValueError(f"caption level {level}: 1..3 here (level 4 is grounded_json)")
+    caption = scene.levels[level - 1]
+    s = float(image_size)
+    box = scene.objects[0].box
+    return {"caption": caption, "width": image_size, "height": image_size,
+            "noun_chunks": [[0, len(caption), box[0] / s, box[1] / s, box[2] / s, box[3] / s, 1.0]],
+            "ref_exps": [], "scene": scene.to_json()}
+
+
 def general_names(scene: Scene, vocab: Vocabulary, rate: float, rng: np.random.Generator) -> list[str] | None:
     """Per object, its class name or, with probability ``rate``, a uniformly drawn ancestor's name
     (root included); None when ``rate`` is 0, so the default data stay byte-identical."""
