@@ -24,7 +24,7 @@ from stackutil import ROOT, child_env, script
 
 from argent.runs import RunFolder, read_metrics, run_dir
 
-pytestmark = [pytest.mark.stack, pytest.mark.timeout(1800)]  # a DAG of 26 Slurm jobs on 2 cores (~8 min)
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1800)]  # a DAG of 27 Slurm jobs on 2 cores (~8 min)
 
 SLURM = ROOT / "scripts" / "slurm-local.sh"
 SHARED = ROOT.parent / "shared"
