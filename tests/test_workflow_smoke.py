@@ -135,6 +135,24 @@ def test_second_run_does_nothing(smoke_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_reprovisioned_wordnet_with_the_same_bytes_reruns_nothing(smoke_run):
+    """A fresh copy of ../shared (new timestamps, same bytes) must not re-run the mining and the
+    negatives trainings that hang on the staged WordNet."""
+    staged = RESULTS / "nltk_data" / "corpora" / "wordnet.zip"
+    if not staged.is_file():
+        pytest.skip("no WordNet staged: ../shared/data/wordnet/wordnet.zip is absent")
+    before = staged.stat()
+    source = SHARED / "wordnet" / "wordnet.zip"
+    older = source.stat().st_mtime - 3600  # the source is now newer than its copy, as after re-provisioning
+    os.utime(staged, (older, older))
+    try:
+        proc = snakemake("-n")
+    finally:
+        os.utime(staged, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+
+
 def test_changing_one_variant_reruns_only_its_jobs_and_the_tables(smoke_run):
     proc = snakemake("-n", "--config", "variant_overrides={meru: {entailment_weight: 0.3}}")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -58,6 +58,18 @@ def stable_hash(obj):
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def file_digest(path):
+    """Content hash of an external input (empty for none): with the input ancient(), a copy with new
+    timestamps and the same bytes (re-provisioned shared data) re-runs nothing; new bytes do."""
+    if not path or not Path(path).is_file():
+        return ""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
 def enabled(section):
     """An optional stage (tune, probe) runs when its section says ``enabled: true``."""
     return bool((config.get(section) or {}).get("enabled", False))

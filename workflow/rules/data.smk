@@ -22,11 +22,14 @@ rule synth_hiershapes:
 
 rule stage_wordnet:
     """NLTK reads WordNet only from <dir>/corpora/wordnet.zip on its search path, and not through a
-    symbolic link: copy the configured zip there."""
+    symbolic link: copy the configured zip there. Its bytes, not its timestamp, decide a re-run (the
+    mining and every negatives training hang on it)."""
     input:
-        config["negatives"].get("wordnet_zip") or [],
+        ancient(config["negatives"].get("wordnet_zip")) if config["negatives"].get("wordnet_zip") else [],
     output:
         WORDNET_ZIP,
+    params:
+        digest=file_digest(config["negatives"].get("wordnet_zip")),
     benchmark:
         R("benchmarks", "stage_wordnet", "stage_wordnet.tsv"),
     log:
