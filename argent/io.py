@@ -1,4 +1,4 @@
-"""Atomic file writes and small dict helpers shared by every stage.
+"""Atomic file writes, file digests and small dict helpers shared by every stage.
 
 A reader (or a job killed mid-write) sees the old file or the new one, never half of one: the
 content goes to a temporary file in the same folder, which is then renamed over the target.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import tempfile
@@ -62,6 +63,15 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_json(path: str | Path, data: Any, indent: int = 2) -> None:
     """Indented JSON; NaN and infinities are refused (they are not JSON)."""
     atomic_write_text(path, json.dumps(data, indent=indent, allow_nan=False) + "\n")
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (hex), read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_json(path: str | Path) -> Any:

@@ -16,7 +16,6 @@ Same inputs and options -> the same files; each file is written atomically after
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sys
@@ -36,7 +35,7 @@ from argent.cleaning.scorers import make_scorer, make_verifier
 from argent.cleaning.table1 import build_pool, false_negative_table, to_markdown
 from argent.data.formats.hierarcaps import HierarCapsSample, read_header_raw, read_hierarcaps_records
 from argent.data.policy import BadDataError, BadDataPolicy, mark_partial
-from argent.io import atomic_write_text
+from argent.io import atomic_write_text, file_sha256
 
 log = logging.getLogger(__name__)
 FLOAT_PRECISION = 6  # written scores: enough to rank, stable across BLAS rounding in the last bits
@@ -53,10 +52,6 @@ def _log(msg: str, t0: float) -> None:
 
 def _csv_text(df: pl.DataFrame) -> str:
     return df.write_csv(float_precision=FLOAT_PRECISION)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _resolve_expanded(arg: str | Path, csv_path: Path) -> Path | None:
@@ -197,9 +192,9 @@ def _summary(job: CleanJob, rule, scorer, expanded, policy, records, rejected, t
     for r in rejected:
         key = f"bad_data:{r.reason}"
         reasons[key] = reasons.get(key, 0) + 1
-    inputs = {"csv": {"path": str(job.csv), "sha256": _sha256(job.csv)}}
+    inputs = {"csv": {"path": str(job.csv), "sha256": file_sha256(job.csv)}}
     if expanded is not None:
-        inputs["expanded"] = {"path": str(expanded), "sha256": _sha256(expanded)}
+        inputs["expanded"] = {"path": str(expanded), "sha256": file_sha256(expanded)}
     if job.images is not None:
         inputs["images"] = {"path": str(job.images)}
     summary = {

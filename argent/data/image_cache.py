@@ -47,7 +47,7 @@ from argent.data.formats.grounded import IMAGE_KEYS, GroundedRecord
 from argent.data.images import WHITE, decode_image
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards, iter_shard
-from argent.io import ArgentError, atomic_output, atomic_write_json, read_json
+from argent.io import ArgentError, atomic_output, atomic_write_json, file_sha256, read_json
 
 log = logging.getLogger("argent.data")
 
@@ -59,14 +59,6 @@ TRAIN_SCALE = (0.5, 1.0)  # train_transform's default area range
 
 def image_digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # ---- the pixel path every training sample takes (cached or decoded) ----------------------------

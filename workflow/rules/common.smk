@@ -12,6 +12,7 @@ import yaml
 
 from argent.check import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
 from argent.config import ConfigError, check_name, experiment_from_dict
+from argent.io import file_sha256
 from argent.plan.cost import cost_line
 from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, uses_negatives
 from argent.runs import eval_dir as runs_eval_dir, run_dir as runs_run_dir
@@ -61,13 +62,7 @@ def stable_hash(obj):
 def file_digest(path):
     """Content hash of an external input (empty for none): with the input ancient(), a copy with new
     timestamps and the same bytes (re-provisioned shared data) re-runs nothing; new bytes do."""
-    if not path or not Path(path).is_file():
-        return ""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+    return file_sha256(path)[:16] if path and Path(path).is_file() else ""
 
 
 def enabled(section):

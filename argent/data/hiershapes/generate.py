@@ -46,10 +46,10 @@ from argent.data.hiershapes.scene import (
     Scene,
     SceneParams,
     anchored,
+    caption_level,
     compositional_items,
     general_names,
     grounded_json,
-    level_json,
     sample_scene,
     scene_rng,
 )
@@ -95,10 +95,9 @@ class HiershapesParams:
     # ("a small solid red polygon"): captions of mixed generality, as web captions are, so the text
     # tower meets the hypernyms that the entailment benchmarks ask about. 0 = always the class.
     general_rate: float = 0.0
-    # Weights of the four caption levels (1 "a shape", 2 "a polygon", 3 "a red square", 4 the full
-    # grounded caption) for training/validation records: the entailment benchmarks ask about the
-    # general levels, which a level-4-only training set never names (docs/hiershapes.md).
-    # [] = level 4 always (the data stay byte-identical).
+    # Weights of caption levels 1-4 ("a shape", "a polygon", "a red square", the full caption) for
+    # training/validation records: PEP asks about general levels that level-4 captions never name
+    # (docs/hiershapes.md). [] = level 4 always (the data stay byte-identical).
     caption_levels: list[float] = field(default_factory=list)
     background: list[int] = field(default_factory=lambda: [235, 235, 235])
     colour_jitter: int = 10
@@ -196,14 +195,6 @@ _GENERAL_STREAM = 7  # its own random stream: the scenes (and every other split)
 _LEVEL_STREAM = 8  # likewise for caption_levels
 
 
-def _caption_level(params: HiershapesParams, split: str, index: int) -> int:
-    if not params.caption_levels:
-        return 4
-    weights = np.asarray(params.caption_levels, dtype=float)
-    rng = np.random.default_rng([params.seed, SPLIT_IDS[split], index, _LEVEL_STREAM])
-    return int(rng.choice(4, p=weights / weights.sum())) + 1
-
-
 def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int, start: int, count: int) -> dict[str, Any]:
     ctx = _context(params)
     n_objects: Counter[int] = Counter()
@@ -213,9 +204,9 @@ def _grounded_shard(params: HiershapesParams, root: str, split: str, shard: int,
             n_objects[len(scene.objects)] += 1
             names = general_names(scene, ctx.vocab, params.general_rate, np.random.default_rng(
                 [params.seed, SPLIT_IDS[split], index, _GENERAL_STREAM]))
-            level = _caption_level(params, split, index)
-            record = grounded_json(scene, params.image_size, names) if level == 4 else \
-                level_json(scene, level, params.image_size)
+            level = caption_level(params.caption_levels, np.random.default_rng(
+                [params.seed, SPLIT_IDS[split], index, _LEVEL_STREAM]))
+            record = grounded_json(scene, params.image_size, names, level)
             writer.write(f"{split}-{index:08d}", {"jpg": _jpeg(ctx, scene), "json": _dump_json(record)})
     return {"split": split, "samples": count, "objects": dict(n_objects)}
 

@@ -155,17 +155,25 @@ def anchored(scene: Scene, anchor: int, allowed: Sequence[str], full: bool = Tru
     return compose([describe(o, full=full) for o in objs], rels)
 
 
-def grounded_json(scene: Scene, image_size: int, names: Sequence[str] | None = None) -> dict[str, Any]:
-    """The GRIT-style record of a scene: level-4 caption, spans with normalised boxes, the scene graph.
-    ``names`` replaces each object's noun in the caption (a hypernym, see ``general_rate``); the scene
-    graph keeps the true classes."""
-    caption, spans = compose([describe(o, name=n) for o, n in zip(scene.objects, names or [None] * len(scene.objects))],
-                             scene.relations)
+def grounded_json(scene: Scene, image_size: int, names: Sequence[str] | None = None, level: int = 4) -> dict[str, Any]:
+    """The GRIT-style record of a scene: its caption at ``level`` (4: the full caption), spans with
+    normalised boxes, the scene graph. ``names`` replaces each object's noun in a level-4 caption (a
+    hypernym, see ``general_rate``); the scene graph keeps the true classes. Levels 1-3 ("a shape" ...
+    "a red square") name the anchor only: one span, the whole caption, on the anchor's box."""
     s = float(image_size)
 
     def norm(box: Sequence[int]) -> list[float]:
         return [box[0] / s, box[1] / s, box[2] / s, box[3] / s]
 
+    if level != 4:
+        if not 1 <= level <= 3:
+            raise ValueError(f"caption level {level}: 1..4")
+        caption = scene.levels[level - 1]
+        return {"caption": caption, "width": image_size, "height": image_size,
+                "noun_chunks": [[0, len(caption), *norm(scene.objects[0].box), 1.0]],
+                "ref_exps": [], "scene": scene.to_json()}
+    caption, spans = compose([describe(o, name=n) for o, n in zip(scene.objects, names or [None] * len(scene.objects))],
+                             scene.relations)
     noun_chunks = [[a, b, *norm(o.box), 1.0] for (a, b), o in zip(spans, scene.objects)]
     ref_exps = []
     if len(scene.objects) > 1:
@@ -176,17 +184,13 @@ def grounded_json(scene: Scene, image_size: int, names: Sequence[str] | None = N
             "noun_chunks": noun_chunks, "ref_exps": ref_exps, "scene": scene.to_json()}
 
 
-def level_json(scene: Scene, level: int, image_size: int) -> dict[str, Any]:
-    """A record captioned at ``level`` (1 = "a shape" ... 3 = "a red square"; 4 is ``grounded_json``):
-    its one span is the whole caption, on the anchor's box, since levels 1-3 name the anchor only."""
-    if not 1 <= level <= 3:
-        raise ValueError(f"caption level {level}: 1..3 here (level 4 is grounded_json)")
-    caption = scene.levels[level - 1]
-    s = float(image_size)
-    box = scene.objects[0].box
-    return {"caption": caption, "width": image_size, "height": image_size,
-            "noun_chunks": [[0, len(caption), box[0] / s, box[1] / s, box[2] / s, box[3] / s, 1.0]],
-            "ref_exps": [], "scene": scene.to_json()}
+def caption_level(weights: Sequence[float], rng: np.random.Generator) -> int:
+    """A caption level 1..4 drawn with ``weights`` (see ``caption_levels``); 4 when there are none, so
+    the default data stay byte-identical."""
+    if not weights:
+        return 4
+    w = np.asarray(weights, dtype=float)
+    return int(rng.choice(4, p=w / w.sum())) + 1
 
 
 def general_names(scene: Scene, vocab: Vocabulary, rate: float, rng: np.random.Generator) -> list[str] | None:
