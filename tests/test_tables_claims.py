@@ -10,25 +10,32 @@ import pytest
 import yaml
 
 from argent.tables import TablesOptions, run
-from argent.tables.claims import expected_sign, load_claims, parse_roles
+from argent.tables.claims_spec import expected_sign, load_claims, parse_roles
 from argent.cli import main as argent_main
 from argent.tables.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CLAIMS = {"claims": [
-    {"id": "up", "source": "T", "a": "argent", "b": "hycoclip",
+MARGINS = {role: {"delta": 1.0, "why": "test"} for role in ("zeroshot", "pep_auc", "compositional", "retrieval")}
+MARGINS["tie"] = {"delta": 0.05, "why": "test"}
+
+CLAIMS = {"margins": MARGINS, "claims": [
+    {"id": "up", "source": "T", "a": "argent", "b": "hycoclip", "primary": "pep_auc",
      "metrics": {"pep_auc": {"expect": "better", "published": [97.3, 94.6]}}},
-    {"id": "down", "source": "T", "a": "argent", "b": "hycoclip",
+    {"id": "down", "source": "T", "a": "argent", "b": "hycoclip", "primary": "zeroshot",
      "metrics": {"zeroshot": {"expect": "better", "published": [38.8, 37.3]}}},
-    {"id": "tie", "source": "T", "a": "argent", "b": "hycoclip",
+    {"id": "tie", "source": "T", "a": "argent", "b": "hycoclip", "primary": "tie",
      "metrics": {"tie": {"expect": "better", "published": [3.76, 3.96]}}},
-    {"id": "noisy", "source": "T", "a": "meru", "b": "clip", "metrics": {"zeroshot": {"expect": "worse"}}},
-    {"id": "absent", "source": "T", "a": "ablations/argent_noreg", "b": "ablations/argent",
+    {"id": "noisy", "source": "T", "a": "meru", "b": "clip", "primary": "zeroshot",
+     "metrics": {"zeroshot": {"expect": "worse"}}},
+    {"id": "absent", "source": "T", "a": "ablations/argent_noreg", "b": "ablations/argent", "primary": "zeroshot",
      "metrics": {"zeroshot": {"expect": "worse", "published": [20.8, 22.8]}}},
-    {"id": "single", "source": "T", "a": "single/meru_adaent", "b": "meru", "metrics": {"pep_auc": {"expect": "better"}}},
-    {"id": "unmapped", "source": "T", "a": "argent", "b": "meru", "metrics": {"compositional": {"expect": "better"}}},
-    {"id": "undefined", "source": "T", "a": "argent", "b": "clip", "metrics": {"pep_auc": {"expect": "better"}}},
+    {"id": "single", "source": "T", "a": "single/meru_adaent", "b": "meru", "primary": "pep_auc",
+     "metrics": {"pep_auc": {"expect": "better"}}},
+    {"id": "unmapped", "source": "T", "a": "argent", "b": "meru", "primary": "compositional",
+     "metrics": {"compositional": {"expect": "better"}}},
+    {"id": "undefined", "source": "T", "a": "argent", "b": "clip", "primary": "pep_auc",
+     "metrics": {"pep_auc": {"expect": "better"}}},
 ]}
 
 # seed -> metrics per variant; argent beats hycoclip on PEP by ≈ 5 points on every seed (a shared
@@ -221,14 +228,15 @@ def test_mechanism_from_the_last_diagnostics(tmp_path):
 
 def test_claims_file_errors_name_the_claim(tmp_path):
     bad = tmp_path / "claims.yaml"
-    bad.write_text(yaml.safe_dump({"claims": [{"id": "x", "source": "s", "a": "a", "b": "b",
-                                               "metrics": {"tie": {"published": [1, 2]}}}]}))
-    with pytest.raises(ValueError, match="claim x, metric tie.*expect"):
+    bad.write_text(yaml.safe_dump({"margins": MARGINS, "claims": [{"id": "x", "source": "s", "a": "a", "b": "b",
+                                   "primary": "tie", "metrics": {"tie": {"published": [1, 2]}}}]}))
+    with pytest.raises(ValueError, match="claim x, metrics.tie: expect must be"):
         load_claims(bad)
     # published sign against expect, under the metric's direction: TIE 3.96 − 3.76 > 0 is worse.
     claims = tmp_path / "c.yaml"
-    claims.write_text(yaml.safe_dump({"claims": [{"id": "y", "source": "s", "a": "argent", "b": "hycoclip",
-                                                  "metrics": {"tie": {"expect": "better", "published": [3.96, 3.76]}}}]}))
+    claims.write_text(yaml.safe_dump({"margins": MARGINS, "claims": [
+        {"id": "y", "source": "s", "a": "argent", "b": "hycoclip", "primary": "tie",
+         "metrics": {"tie": {"expect": "better", "published": [3.96, 3.76]}}}]}))
     results = tmp_path / "results"
     _write_results(results)
     with pytest.raises(ValueError, match="claim y, metric tie: published A − B = \\+0.2"):
@@ -237,16 +245,17 @@ def test_claims_file_errors_name_the_claim(tmp_path):
 
 def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_path):
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    claims = load_claims(ROOT / cfg["tables"]["claims"]["file"])
+    claims = load_claims(ROOT / cfg["tables"]["claims"]["file"]).claims
     ids = {c.id for c in claims}
-    assert {"T3a-meru-adaent-vs-cone", "T3a-hycoclip-adaent-vs-cone", "T3b-intra-vs-none", "T3b-intra-vs-any",
+    assert {"T3a-meru-adaent-vs-cone", "T3a-hycoclip-adaent-vs-cone-B", "T3b-intra-vs-none", "T3b-intra-vs-any",
             "T3c-reg-hycoclip", "T3c-reg-meru", "CJ-concrete-vs-random", "CJ-cement-vs-none"} <= ids
     roles = set(cfg["tables"]["claims"]["metrics"])
     assert {m.role for c in claims for m in c.metrics} <= roles
     variants = yaml.safe_load((ROOT / "config" / "variants.yaml").read_text())
     # claims name <group>/<variant> (bare: main); every group is one of the shipped configs' groups
     assert {v.rpartition("/")[2] for c in claims for v in (c.a, c.b)} <= set(variants)
-    assert {v.rpartition("/")[0] or "main" for c in claims for v in (c.a, c.b)} <= set(cfg["groups"])
+    paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    assert {v.rpartition("/")[0] or "main" for c in claims for v in (c.a, c.b)} <= set(cfg["groups"]) | set(paper["groups"])
     # every published difference agrees with its expected direction under the config's metric directions
     for config in ("config.yaml", "paper.yaml"):
         mapping = yaml.safe_load((ROOT / "config" / config).read_text())["tables"]["claims"]["metrics"]
@@ -255,7 +264,7 @@ def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_pa
         for c in claims:
             for m in c.metrics:
                 for spec in specs[m.role]:
-                    assert expected_sign(m, spec, c.id) in (1, -1)
+                    assert expected_sign(m, spec, c.id) in ((0,) if m.expect == "equal" else (1, -1))
 
 
 def test_cli_writes_every_table(tmp_path, capsys):

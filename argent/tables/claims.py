@@ -1,144 +1,50 @@
-"""The claims table: each claim of the papers, our paired difference with its 95 % CI, a verdict.
+"""The claims table: each claim of the papers, our paired difference, its test and its verdict.
 
-Claims are data (config/claims.yaml, documented there and in docs/statistics.md): an id, the
-source, variant A vs variant B, and per metric *role* (zeroshot, tie, pep_auc, ...) the published
-values of A and B. The workflow config maps each role to the benchmarks that measure it here
-(``tables.claims.metrics``), with its direction. One output row per claim × role × benchmark ×
-size; a claim whose variants did not run, or whose metric has no benchmark here, still gets its
-row ("not run", "not evaluated"), never dropped.
+One output row per claim × role × benchmark × size (claims and roles: argent/tables/claims_spec.py).
+Each row with two paired seeds or more gets an estimate of Δ = A − B (argent/tables/inference.py:
+seeds × test items when both runs wrote item vectors, seeds only otherwise), one test, and a family:
+
+- **primary**: the claim's declared role on its first benchmark that is in the training domain —
+  one row per claim and size. Verdicts at Holm family-wise α over the primary rows.
+- **exploratory**: every other in-domain row. Verdicts at Benjamini–Hochberg FDR α over them.
+- **out of domain**: a benchmark on data of another domain than the runs were trained on (real
+  photographs under a model trained on synthetic scenes): the difference is printed, no test, no
+  verdict, outside both families.
+
+The test is ``difference`` (two-sided H0: Δ = 0; reproduced / contradicted by the sign) or
+``equivalence`` (TOST, H0: |Δ| ≥ δ; equivalent), as ``claims_spec.kind_of_test`` decides. A pair
+of runs is tested once per metric: two claims resolving to the same two trained runs (a borrowed
+run is its lender's) on the same metric stop the build, naming both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import polars as pl
-import yaml
 
+from argent.plan.groups import Plan, RunKey
+from argent.tables.claims_spec import (
+    Claim,
+    ClaimMetric,
+    ClaimsSpec,
+    MetricSpec,
+    expected_sign,
+    kind_of_test,
+)
 from argent.tables.collect import values_by_seed
-from argent.tables.paper import PARTIAL_MARK
-from argent.tables.stats import Summary, fmt_summary, mean_ci, paired_differences, verdict
+from argent.tables.inference import Estimate, crossed_estimate, seed_estimate, seeds_for_power
+from argent.tables.multiplicity import benjamini_hochberg, holm
 
-EXPECT = ("better", "worse")
+PRIMARY, EXPLORATORY, OUT_OF_DOMAIN = "primary", "exploratory", "out of domain"
+POWER_TARGET = 0.8
 
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One benchmark/metric that measures a role, as the workflow config maps it."""
-
-    benchmark: str
-    metric: str
-    scale: float = 1.0
-    lower_is_better: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.benchmark}/{self.metric}"
-
-
-@dataclass(frozen=True)
-class ClaimMetric:
-    role: str
-    published: tuple[float, float] | None     # (A, B) as printed in the source
-    expect: str                               # better | worse: A relative to B, as the source shows
-
-    @property
-    def published_diff(self) -> float | None:
-        return None if self.published is None else self.published[0] - self.published[1]
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    source: str
-    statement: str
-    a: str
-    b: str
-    metrics: tuple[ClaimMetric, ...]
-    note: str = ""
-
-
-@dataclass
-class ClaimsSpec:
-    claims: list[Claim]
-    roles: dict[str, list[MetricSpec]] = field(default_factory=dict)
-
-
-def _fail(where: str, what: str) -> ValueError:
-    return ValueError(f"{where}: {what}")
-
-
-def parse_roles(section: dict[str, Any], where: str = "tables.claims.metrics") -> dict[str, list[MetricSpec]]:
-    roles: dict[str, list[MetricSpec]] = {}
-    for role, entries in (section or {}).items():
-        entries = entries if isinstance(entries, list) else [entries]
-        specs = []
-        for i, e in enumerate(entries):
-            if not isinstance(e, dict) or "benchmark" not in e or "metric" not in e:
-                raise _fail(f"{where}.{role}[{i}]", "needs {benchmark: <name>, metric: <key>}")
-            unknown = set(e) - {"benchmark", "metric", "scale", "lower_is_better"}
-            if unknown:
-                raise _fail(f"{where}.{role}[{i}]", f"unknown keys {sorted(unknown)}")
-            specs.append(MetricSpec(str(e["benchmark"]), str(e["metric"]), float(e.get("scale", 1.0)),
-                                    bool(e.get("lower_is_better", False))))
-        roles[role] = specs
-    return roles
-
-
-def _parse_metric(claim_id: str, role: str, entry: Any, where: str) -> ClaimMetric:
-    entry = entry or {}
-    if not isinstance(entry, dict):
-        raise _fail(f"{where}: claim {claim_id}, metric {role}", "expected {published: [A, B]} and/or {expect: better|worse}")
-    published = entry.get("published")
-    if published is not None:
-        if not (isinstance(published, list) and len(published) == 2 and all(isinstance(v, (int, float)) for v in published)):
-            raise _fail(f"{where}: claim {claim_id}, metric {role}", f"published must be [A, B] numbers, got {published!r}")
-        published = (float(published[0]), float(published[1]))
-    expect = entry.get("expect")
-    if expect is not None and expect not in EXPECT:
-        raise _fail(f"{where}: claim {claim_id}, metric {role}", f"expect must be one of {EXPECT}, got {expect!r}")
-    if expect is None:
-        raise _fail(f"{where}: claim {claim_id}, metric {role}",
-                    "give expect: better|worse (A relative to B as the source reports it)")
-    return ClaimMetric(role, published, expect)
-
-
-def load_claims(path: Path) -> list[Claim]:
-    """Parse and check config/claims.yaml (see the file's header for the format)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: claims file not found; set tables.claims.file in the workflow config") from None
-    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        raise _fail(str(path), "expected a top-level 'claims:' list")
-    claims, seen = [], set()
-    for i, c in enumerate(data["claims"]):
-        missing = [k for k in ("id", "source", "a", "b", "metrics") if k not in c]
-        if missing:
-            raise _fail(f"{path}: claims[{i}]", f"missing keys {missing}")
-        if c["id"] in seen:
-            raise _fail(f"{path}: claims[{i}]", f"duplicate id {c['id']!r}")
-        seen.add(c["id"])
-        metrics = tuple(_parse_metric(c["id"], role, e, str(path)) for role, e in c["metrics"].items())
-        claims.append(Claim(str(c["id"]), str(c["source"]), str(c.get("claim", "")), str(c["a"]), str(c["b"]),
-                            metrics, str(c.get("note", ""))))
-    return claims
-
-
-def expected_sign(cm: ClaimMetric, spec: MetricSpec, claim_id: str) -> int:
-    """The sign of A − B in raw metric units that the claim predicts (TIE: lower is better).
-
-    Checks that the published numbers agree with ``expect`` under the metric's direction."""
-    better_sign = -1 if spec.lower_is_better else 1
-    sign = better_sign if cm.expect == "better" else -better_sign
-    diff = cm.published_diff
-    if diff is not None and diff != 0 and (diff > 0) != (sign > 0):
-        raise ValueError(f"claim {claim_id}, metric {cm.role}: published A − B = {diff:+g} contradicts "
-                         f"expect: {cm.expect} for {spec.key} ({'lower' if spec.lower_is_better else 'higher'} is "
-                         "better); fix config/claims.yaml or the metric's lower_is_better")
-    return sign
+# (group, variant, size, seed, benchmark, metric) -> {item id: value}; argent/tables/items.py
+ItemIndex = dict[tuple[str, str, str, int, str, str], dict[str, float]]
+# (qualified A, qualified B, benchmark) -> why the benchmark is outside the runs' training domain, or ""
+DomainCheck = Callable[[str, str, str], str]
 
 
 def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
@@ -147,94 +53,188 @@ def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
             "published_a": None if cm.published is None else cm.published[0],
             "published_b": None if cm.published is None else cm.published[1],
             "published_diff": cm.published_diff, "benchmark": None, "metric": None, "lower_is_better": None,
-            "expected_sign": None, "a_mean": None, "b_mean": None, "diff_mean": None, "ci95": None,
-            "ci_low": None, "ci_high": None, "n": 0, "n_configured": 0, "partial": False, "seeds": "",
-            "verdict": "", "note": claim.note}
+            "expected_sign": None, "family": "", "test": "", "margin": None, "a_mean": None, "b_mean": None,
+            "diff_mean": None, "ci95": None, "ci_low": None, "ci_high": None, "variance": "", "n": 0,
+            "n_items": None, "df": None, "n_configured": 0, "partial": False, "seeds": "", "p": None,
+            "p_adjusted": None, "seed_sd": None, "seeds_for_power": None, "verdict": "",
+            "note": "; ".join(filter(None, [claim.note, cm.basis and f"direction from the text: {cm.basis}"]))}
+
+
+def _add_note(row: dict[str, Any], text: str) -> None:
+    row["note"] = "; ".join(filter(None, [row["note"], text]))
+
+
+def home_group(plan: Plan, qualified: str, size: str, seed: int) -> str:
+    """The group whose folder holds ``<group>/<variant>``'s run (its lender's, when borrowed)."""
+    group, _, variant = qualified.partition("/")
+    home = plan.home.get(RunKey(group, variant, size, seed))
+    return home.group if home is not None else group
+
+
+def _item_matrix(items: ItemIndex, plan: Plan, claim: Claim, spec: MetricSpec, size: str,
+                 seeds: list[int]) -> tuple[np.ndarray, int] | None:
+    """The seeds × items matrix of A − B over the item ids every paired seed has on both sides,
+    and how many ids were left out; None when a run wrote no item vector for the metric."""
+    vectors = []
+    for seed in seeds:
+        pair = []
+        for qualified in (claim.a, claim.b):
+            variant = qualified.partition("/")[2]
+            key = (home_group(plan, qualified, size, seed), variant, size, seed, spec.benchmark, spec.metric)
+            if key not in items:
+                return None
+            pair.append(items[key])
+        vectors.append(pair)
+    all_ids = set().union(*(set(v) for pair in vectors for v in pair))
+    ids = sorted(set.intersection(*(set(v) for pair in vectors for v in pair)))
+    if len(ids) < 2:
+        return None
+    matrix = np.array([[a[i] - b[i] for i in ids] for a, b in vectors], dtype=float)
+    return matrix, len(all_ids) - len(ids)
+
+
+def _estimate(claim: Claim, spec: MetricSpec, size: str, diffs: dict[int, float], items: ItemIndex,
+              plan: Plan, row: dict[str, Any]) -> Estimate:
+    found = _item_matrix(items, plan, claim, spec, size, sorted(diffs)) if len(diffs) >= 2 else None
+    if found is None:
+        return seed_estimate(list(diffs.values()))
+    matrix, left_out = found
+    if left_out:
+        _add_note(row, f"{left_out} test items not present in every paired run were left out")
+    return crossed_estimate(matrix)
 
 
 def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size: str, long: pl.DataFrame,
-                   present: set[tuple[str, str]], seeds: dict[str, list[int]],
-                   configured: set[str] | None = None) -> dict[str, Any]:
+                   present: set[tuple[str, str]], seeds: dict[str, list[int]], claims: ClaimsSpec,
+                   family: str, plan: Plan, items: ItemIndex, configured: set[str] | None = None) -> dict[str, Any]:
+    """One row's estimate and raw p (the family's correction and the verdict come after all rows)."""
     row = _row(claim, cm, size)
+    margin = claims.margins[cm.role]
     if spec is None:
         row.update(verdict="not evaluated",
                    note=f"metric role {cm.role!r} has no benchmark in tables.claims.metrics of this config")
         return row
     sign = expected_sign(cm, spec, claim.id)
+    kind = kind_of_test(cm, margin)
     row.update(benchmark=spec.benchmark, metric=spec.metric, lower_is_better=spec.lower_is_better, expected_sign=sign,
-               expect=f"A {cm.expect} (Δ {'>' if sign > 0 else '<'} 0)")
+               test=kind, margin=margin.delta, family=family,
+               expect=f"A {cm.expect}" + ("" if sign == 0 else f" (Δ {'>' if sign > 0 else '<'} 0)"))
+    if kind == "equivalence" and cm.expect != "equal":
+        _add_note(row, f"published |Δ| < δ = {margin.delta:g}: tested for equivalence")
     absent = [v for v in (claim.a, claim.b) if (v, size) not in present]
     if absent:
         why = [f"{v}: " + ("configured, but no evaluation (failed or skipped; hard-negative variants need WordNet)"
                            if configured and v in configured else "not trained by an active group of this config (a group left out, or not listed)")
                for v in absent]
-        row.update(verdict="not run", note=f"size {size}: " + "; ".join(why))
+        row.update(verdict="not run", family="", note=f"size {size}: " + "; ".join(why))
         return row
     a = values_by_seed(long, claim.a, size, spec.benchmark, spec.metric)
     b = values_by_seed(long, claim.b, size, spec.benchmark, spec.metric)
     if not a or not b:
-        row.update(verdict="not evaluated", note=f"{spec.key} did not run for {claim.a if not a else claim.b}")
+        row.update(verdict="not evaluated", family="", note=f"{spec.key} did not run for {claim.a if not a else claim.b}")
         return row
-    diffs = paired_differences(a, b)
+    diffs = {k: a[k] - b[k] for k in sorted(a.keys() & b.keys()) if a[k] is not None and b[k] is not None}
     both_seeds = set(seeds.get(claim.a, [])) & set(seeds.get(claim.b, []))
-    summary = mean_ci(diffs.values())
-    row.update(a_mean=mean_ci(a[k] for k in diffs).mean, b_mean=mean_ci(b[k] for k in diffs).mean,
-               n=summary.n, n_configured=len(both_seeds), partial=summary.n < len(both_seeds),
+    row.update(n=len(diffs), n_configured=len(both_seeds), partial=len(diffs) < len(both_seeds),
                seeds=" ".join(str(k) for k in diffs))
-    if summary.n == 0:
+    if not diffs:
         undefined = [v for v, vals in ((claim.a, a), (claim.b, b)) if all(x is None for x in vals.values())]
         why = f"{spec.key} is not defined for {' and '.join(undefined)}" if undefined else "no seed has both values"
-        row.update(verdict="n/a", note=why)
+        row.update(verdict="n/a", family="", note=why)
         return row
-    row.update(diff_mean=summary.mean, ci95=summary.half_width, ci_low=summary.low, ci_high=summary.high,
-               verdict=verdict(summary, sign))
-    if summary.n < 2:
-        row["note"] = "; ".join(filter(None, [row["note"], "n=1: no CI, no verdict"]))
-    for key in ("a_mean", "b_mean", "diff_mean", "ci95", "ci_low", "ci_high"):
-        if row[key] is not None:
-            row[key] *= spec.scale
+    est = _estimate(claim, spec, size, diffs, items, plan, row)
+    scale = spec.scale
+    row.update(a_mean=float(np.mean([a[k] for k in diffs])) * scale, b_mean=float(np.mean([b[k] for k in diffs])) * scale,
+               diff_mean=est.mean * scale, variance=est.variance, n_items=est.n_items, df=est.df)
+    interval = est.interval(1 - claims.alpha)
+    if interval is not None:
+        low, high = interval
+        row.update(ci_low=low * scale, ci_high=high * scale, ci95=(high - low) / 2 * scale)
+    if est.components is not None:
+        c = est.components
+        row["seed_sd"] = float(np.sqrt(c.seed + c.residual / c.n_items)) * scale
+    if family == OUT_OF_DOMAIN:
+        row["verdict"] = OUT_OF_DOMAIN
+        return row
+    if est.se is None:
+        row.update(verdict="inconclusive", family="")
+        _add_note(row, "n=1: no CI, no test, no verdict")
+        return row
+    row["p"] = est.p_equivalence(margin.delta / scale) if kind == "equivalence" else est.p_difference()
+    row["_estimate"], row["_scale"] = est, scale   # for the power analysis, dropped by decide()
     return row
 
 
-def claims_rows(spec: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]],
-                configured: set[str] | None = None) -> list[dict[str, Any]]:
-    present = set(zip(long["variant"].to_list(), long["size"].to_list()))
-    rows = []
-    for size in sizes:
-        for claim in spec.claims:
-            for cm in claim.metrics:
-                for ms in spec.roles.get(cm.role) or [None]:
-                    rows.append(evaluate_claim(claim, cm, ms, size, long, present, seeds, configured))
+def _verdict(row: dict[str, Any], alpha: float) -> str:
+    if row["p_adjusted"] is None or row["p_adjusted"] > alpha:
+        return "inconclusive"
+    if row["test"] == "equivalence":
+        return "equivalent"
+    return "reproduced" if (row["diff_mean"] > 0) == (row["expected_sign"] > 0) else "contradicted"
+
+
+def decide(rows: list[dict[str, Any]], claims: ClaimsSpec) -> list[dict[str, Any]]:
+    """Holm over the primary rows, BH over the exploratory rows, verdicts, and the primary rows'
+    power analysis: the paired seeds that reach 80 % power at δ under the Holm/Bonferroni bound."""
+    for family, adjust in ((PRIMARY, holm), (EXPLORATORY, benjamini_hochberg)):
+        members = [r for r in rows if r["family"] == family and r["p"] is not None]
+        for r, p_adj in zip(members, adjust([r["p"] for r in members])):
+            r["p_adjusted"] = p_adj
+            r["verdict"] = _verdict(r, claims.alpha)
+    tested_primary = sum(1 for r in rows if r["family"] == PRIMARY and r["p"] is not None)
+    for r in rows:
+        est: Estimate | None = r.pop("_estimate", None)
+        scale = r.pop("_scale", 1.0)
+        if est is None or est.components is None or r["family"] != PRIMARY:
+            continue
+        r["seeds_for_power"] = seeds_for_power(est.components, r["margin"] / scale, claims.alpha / max(tested_primary, 1),
+                                               POWER_TARGET, equivalence=r["test"] == "equivalence")
     return rows
 
 
-def _num(v: float | None, signed: bool = False) -> str:
-    return "–" if v is None else (f"{v:+.2f}" if signed else f"{v:.2f}")
+def claims_rows(claims: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]],
+                plan: Plan, items: ItemIndex | None = None, configured: set[str] | None = None,
+                out_of_domain: DomainCheck | None = None) -> list[dict[str, Any]]:
+    """Every row of the claims table, tested and decided."""
+    check_evidence(claims, plan, sizes)
+    present = set(zip(long["variant"].to_list(), long["size"].to_list()))
+    rows = []
+    for claim in claims.claims:
+        for size in claim.sizes or sizes:
+            for cm in claim.metrics:
+                specs = claims.roles.get(cm.role) or [None]
+                ood = {s.benchmark: (out_of_domain(claim.a, claim.b, s.benchmark) if out_of_domain else "")
+                       for s in specs if s is not None}
+                primary_bench = next((s.benchmark for s in specs if s is not None and not ood[s.benchmark]), None)
+                for spec in specs:
+                    if spec is not None and ood[spec.benchmark]:
+                        family = OUT_OF_DOMAIN
+                    elif spec is not None and cm.role == claim.primary and spec.benchmark == primary_bench:
+                        family = PRIMARY
+                    else:
+                        family = EXPLORATORY
+                    row = evaluate_claim(claim, cm, spec, size, long, present, seeds, claims, family, plan,
+                                         items or {}, configured)
+                    if family == OUT_OF_DOMAIN and spec is not None:
+                        _add_note(row, ood[spec.benchmark])
+                    rows.append(row)
+    return decide(rows, claims)
 
 
-def claims_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["# Claims of the papers, tested with paired seeds", "",
-             "Δ = A − B in the metric's units. Ours: mean over seeds of the per-seed difference (seed k of A "
-             "against seed k of B, same data order and shared initialisation), ± 95 % CI half-width (Student t, "
-             "n − 1 degrees of freedom), n = paired seeds. Verdict: **reproduced** = the CI excludes 0 on the side "
-             "the paper reports; **contradicted** = it excludes 0 on the other side; **inconclusive** = it covers 0 "
-             f"or n < 2. {PARTIAL_MARK} = fewer paired seeds than the config trains. Published Δ: the source's S-size "
-             "numbers, other data and budget — compare signs, not digits. ↓ = lower is better.", "",
-             "| id | source | metric | size | A vs B | expected | published Δ | ours Δ (95 % CI) | verdict | note |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-        metric = r["role"] if r["benchmark"] is None else f"{r['benchmark']}/{r['metric']}" + ("↓" if r["lower_is_better"] else "")
-        pub = "not published" if r["published_diff"] is None else \
-            f"{_num(r['published_diff'], True)} ({_num(r['published_a'])} vs {_num(r['published_b'])})"
-        if r["diff_mean"] is None:
-            ours = "–"
-        else:
-            ours = fmt_summary(Summary(r["diff_mean"], r["ci95"], r["n"]), signed=True)
-            ours += f" {PARTIAL_MARK}" if r["partial"] else ""
-        lines.append(f"| {r['id']} | {r['source']} | {metric} | {r['size']} | {r['variant_a']} vs {r['variant_b']} | "
-                     f"{r['expect']} | {pub} | {ours} | **{r['verdict']}** | {r['note']} |")
-    summary = ", ".join(f"{v or 'none'}: {k}" for v, k in sorted(counts.items()))
-    lines.insert(4, f"Rows by verdict — {summary}.\n")
-    return "\n".join(lines) + "\n"
+def check_evidence(claims: ClaimsSpec, plan: Plan, sizes: list[str]) -> None:
+    """Refuse two claim rows that test the same two trained runs on the same metric (a borrowed run
+    is its lender's run): one result would be counted twice."""
+    seen: dict[tuple, str] = {}
+    for claim in claims.claims:
+        for size in claim.sizes or sizes:
+            seeds = sorted({k.seed for k in plan.home if k.size == size}) or [0]
+            runs = tuple(sorted(f"{home_group(plan, q, size, seeds[0])}/{q.partition('/')[2]}" for q in (claim.a, claim.b)))
+            for cm in claim.metrics:
+                for spec in claims.roles.get(cm.role) or []:
+                    key = (runs, size, spec.benchmark, spec.metric)
+                    if key in seen and seen[key] != claim.id:
+                        raise ValueError(
+                            f"claims {seen[key]} and {claim.id} test the same runs ({runs[0]} vs {runs[1]}, size "
+                            f"{size}) on {spec.key}: one result would be counted twice; keep the metric in one "
+                            f"claim and name both sources there (config/claims.yaml)")
+                    seen[key] = claim.id

@@ -15,9 +15,13 @@ import polars as pl
 
 from argent.io import atomic_output, atomic_write_text
 from argent.tracking import log_tables_run
-from argent.tables.claims import ClaimsSpec, claims_markdown, claims_rows, load_claims, parse_roles
+from argent.tables.claims import claims_rows
+from argent.tables.claims_report import claims_markdown
+from argent.tables.claims_spec import ClaimsSpec, load_claims, parse_roles
+from argent.tables.domains import domain_check, training_domain
+from argent.tables.items import collect_items
 from argent.tables.cost import write_cost_tables
-from argent.plan.groups import build_plan
+from argent.plan.groups import Plan, build_plan
 from argent.tables.collect import (collect, collect_diagnostics, collect_skips, configured_seeds, configured_variants,
                                    group_sizes, listed_runs, qualify, skips_footnote)
 from argent.tables.figures import copy_run_figures, training_curves
@@ -72,7 +76,21 @@ def claims_spec(opts: TablesOptions) -> ClaimsSpec:
     path = opts.claims_file or (Path(section["file"]) if section.get("file") else None)
     if path is None:
         raise ValueError("tables.claims.file: not set; point it at the claims file (config/claims.yaml)")
-    return ClaimsSpec(load_claims(path), parse_roles(section.get("metrics") or {}))
+    spec = load_claims(path)
+    spec.roles = parse_roles(section.get("metrics") or {})
+    return spec
+
+
+def setting_text(plan: Plan, base_dir: Path) -> str:
+    """One sentence per distinct training setting of the active groups: what a verdict is about."""
+    settings: dict[str, list[str]] = {}
+    for group in plan.active():
+        gcfg = plan.configs[group.name]
+        train, data = gcfg.get("train") or {}, gcfg.get("data") or {}
+        text = (f"size {', '.join(group.sizes)}, {train.get('steps', '?')} steps of batch {train.get('batch_size', '?')}, "
+                f"trained on {training_domain(gcfg, base_dir)} data ({data.get('train_shards', '?')})")
+        settings.setdefault(text, []).append(group.name)
+    return " ".join(f"Groups {', '.join(groups)}: {text}." for text, groups in settings.items())
 
 
 def run(opts: TablesOptions) -> list[Path]:
@@ -116,8 +134,9 @@ def run(opts: TablesOptions) -> list[Path]:
     footnote = skips_footnote(collect_skips(results))  # nonzero skip counts, named under both tables
     if footnote:
         tables = {name: (f"{md}\n{footnote}", records) for name, (md, records) in tables.items()}
-    rows = claims_rows(claims, long, all_sizes, seeds, set(configured_variants(plan)))
-    tables["claims"] = (claims_markdown(rows), rows)
+    rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(results / "eval"),
+                       set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
+    tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)
     mech = mechanism_rows(listed_runs(collect_diagnostics(results / "runs"), plan), variants, all_sizes, seeds)
     tables["mechanism"] = (mechanism_markdown(mech), mech)
     if any((results / "probe").glob("*/*/seed*.json")):

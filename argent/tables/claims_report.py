@@ -1,0 +1,108 @@
+"""claims.md: the claims table in words a reader can check — the setting, the families, the
+correction and the variance each interval covers, then the rows and the primary rows' power."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argent.tables.claims import EXPLORATORY, OUT_OF_DOMAIN, POWER_TARGET, PRIMARY
+from argent.tables.claims_spec import ClaimsSpec
+from argent.tables.inference import MAX_SEEDS
+from argent.tables.paper import PARTIAL_MARK
+
+
+def _num(v: float | None, signed: bool = False, digits: int = 2) -> str:
+    return "–" if v is None else (f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}")
+
+
+def _p(v: float | None) -> str:
+    return "–" if v is None else (f"{v:.1e}" if v < 1e-3 else f"{v:.3f}")
+
+
+def _ours(r: dict[str, Any]) -> str:
+    if r["diff_mean"] is None:
+        return "–"
+    text = _num(r["diff_mean"], True)
+    if r["ci_low"] is not None:
+        text += f" [{_num(r['ci_low'], True)}, {_num(r['ci_high'], True)}]"
+    text += f" (n={r['n']}" + (f", {r['n_items']} items" if r["n_items"] else "") + ")"
+    return text + (f" {PARTIAL_MARK}" if r["partial"] else "")
+
+
+def _count(rows: list[dict[str, Any]], family: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r["family"] == family:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    return counts
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+
+
+def verdict_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Verdict counts per family (primary, exploratory, out of domain, untested)."""
+    return {family or "untested": _count(rows, family) for family in (PRIMARY, EXPLORATORY, OUT_OF_DOMAIN, "")}
+
+
+def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str) -> str:
+    alpha = claims.alpha
+    primary = [r for r in rows if r["family"] == PRIMARY]
+    tested_primary = sum(1 for r in primary if r["p"] is not None)
+    decided_explor = sum(1 for r in rows if r["family"] == EXPLORATORY and r["verdict"] not in ("inconclusive", ""))
+    lines = [
+        "# Claims of the papers, tested with paired seeds", "",
+        f"**Setting.** {setting} A verdict is about this setting, not about the papers' scale and data.", "",
+        f"**Families.** *Primary*: the one row per claim (and size) declared in config/claims.yaml before the run, "
+        f"on data the models were trained for; {tested_primary} tested here, verdicts at Holm family-wise "
+        f"α = {alpha:g}: the chance of one or more false primary verdicts is at most {alpha:.0%}. "
+        f"*Exploratory*: every other in-domain row; verdicts at Benjamini–Hochberg FDR {alpha:g} (q ≤ {alpha:g}): "
+        f"on average at most {alpha:.0%} of the {decided_explor} decided exploratory rows are false. "
+        f"*Out of domain*: a benchmark on real photographs under models trained on synthetic scenes: the "
+        f"difference is printed, with no test and no verdict.", "",
+        "**Tests.** Δ = A − B in the metric's printed units, paired by seed (seed k of A against seed k of B: "
+        "same data order and shared initialisation) and, where both runs wrote per-item scores, by test item. "
+        "*difference*: two-sided H0 Δ = 0; **reproduced** when rejected with Δ on the source's side, "
+        "**contradicted** when rejected on the other side. *equivalence* (a claim the source states as "
+        "\"matches\", or whose published |Δ| is below δ): TOST, H0 |Δ| ≥ δ; **equivalent** when rejected. "
+        "**inconclusive**: not rejected at the family's level, or n < 2. p: raw; adj. p: Holm-adjusted p "
+        "(primary) or BH q (exploratory).", "",
+        "**Variance.** *seeds+items*: the interval covers training seeds and test items (crossed random effects, "
+        "Satterthwaite df), so it speaks about new seeds and new test items alike; *seeds*: training seeds only, "
+        "on this fixed test set (a metric that is no mean over items: AP, Kendall τ). "
+        f"Intervals are {1 - alpha:.0%} and unadjusted. {PARTIAL_MARK} = fewer paired seeds than configured. "
+        "Published Δ: the source's S-size numbers, other data and budget — compare directions, not digits. "
+        "↓ = lower is better.", "",
+        "**Margins δ** (config/claims.yaml): " + "; ".join(f"{role} {m.delta:g} ({m.why})" for role, m in claims.margins.items())
+        + ".", "",
+        f"Primary rows: {_counts_text(_count(rows, PRIMARY))}. Exploratory rows: {_counts_text(_count(rows, EXPLORATORY))}. "
+        f"Out of domain: {sum(1 for r in rows if r['family'] == OUT_OF_DOMAIN)} rows. "
+        f"Untested (not run, not evaluated, n/a, n = 1): {sum(1 for r in rows if not r['family'])} rows.", "",
+        "| id | family | metric | size | A vs B | expected | test | published Δ | ours Δ [CI] | variance | p | adj. p | verdict | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    order = {PRIMARY: 0, EXPLORATORY: 1, OUT_OF_DOMAIN: 2, "": 3}
+    for r in sorted(rows, key=lambda r: order.get(r["family"], 3)):
+        metric = r["role"] if r["benchmark"] is None else f"{r['benchmark']}/{r['metric']}" + ("↓" if r["lower_is_better"] else "")
+        pub = "–" if r["published_diff"] is None else \
+            f"{_num(r['published_diff'], True)} ({_num(r['published_a'])} vs {_num(r['published_b'])})"
+        test = r["test"] + (f" ±{r['margin']:g}" if r["test"] == "equivalence" else "")
+        lines.append(f"| {r['id']} | {r['family'] or '–'} | {metric} | {r['size']} | {r['variant_a']} vs {r['variant_b']} | "
+                     f"{r['expect']} | {test or '–'} | {pub} | {_ours(r)} | {r['variance'] or '–'} | {_p(r['p'])} | "
+                     f"{_p(r['p_adjusted'])} | **{r['verdict']}** | {r['note']} |")
+    lines += ["", "## Power of the primary rows", "",
+              f"Seeds for {POWER_TARGET:.0%} power: the fewest paired seeds at which the row's test, at the first Holm "
+              f"step's level α/{max(tested_primary, 1)} (so at least that power under Holm), detects |Δ| = δ "
+              "(difference) or declares equivalence when Δ = 0 (equivalence), with the variance components "
+              f"measured here. \"> {MAX_SEEDS}\": no number of seeds reaches it — with seeds+items the fixed test set's "
+              "item variance alone is too large; more test items are needed. Seed SD: the SD of the per-seed "
+              "differences on the whole test set.", "",
+              "| id | metric | size | test | δ | seed SD | n | seeds for 80 % power | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in primary:
+        if r["p"] is None:
+            continue
+        need = r["seeds_for_power"]
+        need_text = f"> {MAX_SEEDS}" if need is None else str(need)
+        lines.append(f"| {r['id']} | {r['benchmark']}/{r['metric']} | {r['size']} | {r['test']} | {r['margin']:g} | "
+                     f"{_num(r['seed_sd'])} | {r['n']} | {need_text} | {r['verdict']} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,210 @@
+"""The claims file (config/claims.yaml) and the workflow config's role map, parsed and checked.
+
+A claim compares run A with run B on metric *roles* (zeroshot, tie, pep_auc, ...). The claims file
+declares, before any run: the claim's one **primary** role (its confirmatory row, on data the
+models were trained for), the expected direction per role (better, worse, or **equal** for a
+"matches" claim), the published values, and per role the equivalence margin δ with the reason for
+its size. The workflow config maps each role to the benchmarks that measure it in that config
+(``tables.claims.metrics``). How rows are tested: argent/tables/claims.py, docs/statistics.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EXPECT = ("better", "worse", "equal")
+CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note"}
+METRIC_KEYS = {"expect", "published", "basis"}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One benchmark/metric that measures a role, as the workflow config maps it."""
+
+    benchmark: str
+    metric: str
+    scale: float = 1.0
+    lower_is_better: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.benchmark}/{self.metric}"
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The equivalence margin of a role, in the units the tables print (the published units)."""
+
+    delta: float
+    why: str
+
+
+@dataclass(frozen=True)
+class ClaimMetric:
+    role: str
+    published: tuple[float, float] | None     # (A, B) as printed in the source
+    expect: str                               # better | worse | equal: A relative to B
+    basis: str = ""                           # set when the direction comes from the source's text
+
+    @property
+    def published_diff(self) -> float | None:
+        return None if self.published is None else self.published[0] - self.published[1]
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    source: str
+    statement: str
+    a: str
+    b: str
+    metrics: tuple[ClaimMetric, ...]
+    primary: str                              # the role of the claim's confirmatory row
+    note: str = ""
+    sizes: tuple[str, ...] = ()               # only these sizes (the source's row); () = every size
+
+
+@dataclass
+class ClaimsSpec:
+    claims: list[Claim]
+    roles: dict[str, list[MetricSpec]] = field(default_factory=dict)
+    margins: dict[str, Margin] = field(default_factory=dict)
+    alpha: float = 0.05
+
+
+def _fail(where: str, what: str) -> ValueError:
+    return ValueError(f"{where}: {what}")
+
+
+def parse_roles(section: dict[str, Any], where: str = "tables.claims.metrics") -> dict[str, list[MetricSpec]]:
+    roles: dict[str, list[MetricSpec]] = {}
+    for role, entries in (section or {}).items():
+        entries = entries if isinstance(entries, list) else [entries]
+        specs = []
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or "benchmark" not in e or "metric" not in e:
+                raise _fail(f"{where}.{role}[{i}]", "needs {benchmark: <name>, metric: <key>}")
+            unknown = set(e) - {"benchmark", "metric", "scale", "lower_is_better"}
+            if unknown:
+                raise _fail(f"{where}.{role}[{i}]", f"unknown keys {sorted(unknown)}")
+            specs.append(MetricSpec(str(e["benchmark"]), str(e["metric"]), float(e.get("scale", 1.0)),
+                                    bool(e.get("lower_is_better", False))))
+        roles[role] = specs
+    return roles
+
+
+def _parse_metric(claim_id: str, role: str, entry: Any, where: str) -> ClaimMetric:
+    at = f"{where}: claim {claim_id}, metrics.{role}"
+    if not isinstance(entry, dict):
+        raise _fail(at, "expected {expect: better|worse|equal, published: [A, B]} (published optional)")
+    unknown = set(entry) - METRIC_KEYS
+    if unknown:
+        raise _fail(at, f"unknown keys {sorted(unknown)}; allowed: {sorted(METRIC_KEYS)}")
+    expect = entry.get("expect")
+    if expect not in EXPECT:
+        raise _fail(at, f"expect must be one of {EXPECT} (A relative to B as the source states it), got {expect!r}")
+    published = entry.get("published")
+    if published is not None:
+        if not (isinstance(published, list) and len(published) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in published)):
+            raise _fail(at, f"published must be [A, B] numbers, got {published!r}")
+        published = (float(published[0]), float(published[1]))
+    basis = entry.get("basis", "")
+    if not isinstance(basis, str):
+        raise _fail(at, f"basis must be text (where the source states the direction), got {basis!r}")
+    return ClaimMetric(role, published, expect, basis)
+
+
+def _parse_margins(data: Any, where: str) -> dict[str, Margin]:
+    if not isinstance(data, dict) or not data:
+        raise _fail(where, "expected a 'margins:' map: <role>: {delta: <number > 0>, why: <reason for its size>}")
+    margins = {}
+    for role, m in data.items():
+        at = f"{where}.{role}"
+        if not isinstance(m, dict) or set(m) != {"delta", "why"}:
+            raise _fail(at, "expected {delta: <number > 0>, why: <reason for its size>}")
+        delta = m["delta"]
+        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or delta <= 0:
+            raise _fail(f"{at}.delta", f"must be a number > 0, got {delta!r}")
+        if not isinstance(m["why"], str) or not m["why"].strip():
+            raise _fail(f"{at}.why", "say why the margin has this size")
+        margins[str(role)] = Margin(float(delta), m["why"].strip())
+    return margins
+
+
+def load_claims(path: Path) -> ClaimsSpec:
+    """Parse and check config/claims.yaml (its header documents the format); roles come later."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: claims file not found; set tables.claims.file in the workflow config") from None
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise _fail(str(path), "expected a top-level 'claims:' list")
+    unknown = set(data) - {"alpha", "margins", "claims"}
+    if unknown:
+        raise _fail(str(path), f"unknown top-level keys {sorted(unknown)}; allowed: alpha, margins, claims")
+    alpha = data.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise _fail(f"{path}: alpha", f"must be a number in (0, 1), got {alpha!r}")
+    margins = _parse_margins(data.get("margins"), f"{path}: margins")
+    claims, seen = [], set()
+    for i, c in enumerate(data["claims"]):
+        if not isinstance(c, dict):
+            raise _fail(f"{path}: claims[{i}]", "expected a map")
+        missing = [k for k in ("id", "source", "a", "b", "primary", "metrics") if k not in c]
+        if missing:
+            raise _fail(f"{path}: claims[{i}]", f"missing keys {missing}")
+        extra = set(c) - CLAIM_KEYS
+        if extra:
+            raise _fail(f"{path}: claims[{i}] ({c['id']})", f"unknown keys {sorted(extra)}; allowed: {sorted(CLAIM_KEYS)}")
+        if c["id"] in seen:
+            raise _fail(f"{path}: claims[{i}]", f"duplicate id {c['id']!r}")
+        seen.add(c["id"])
+        if not isinstance(c["metrics"], dict) or not c["metrics"]:
+            raise _fail(f"{path}: claim {c['id']}", "metrics: expected a map of role -> {expect, published}")
+        metrics = tuple(_parse_metric(c["id"], role, e, str(path)) for role, e in c["metrics"].items())
+        if c["primary"] not in c["metrics"]:
+            raise _fail(f"{path}: claim {c['id']}", f"primary: {c['primary']!r} is not one of its metrics "
+                        f"{sorted(c['metrics'])}; name the role of its confirmatory row")
+        no_margin = [m.role for m in metrics if m.role not in margins]
+        if no_margin:
+            raise _fail(f"{path}: claim {c['id']}", f"roles {no_margin} have no margin; add them under margins:")
+        sizes = c.get("sizes", [])
+        if not isinstance(sizes, list) or not all(isinstance(s, str) for s in sizes):
+            raise _fail(f"{path}: claim {c['id']}", f"sizes: expected a list of size names, got {sizes!r}")
+        claims.append(Claim(str(c["id"]), str(c["source"]), str(c.get("claim", "")), str(c["a"]), str(c["b"]),
+                            metrics, str(c["primary"]), str(c.get("note", "")), tuple(sizes)))
+    return ClaimsSpec(claims, {}, margins, float(alpha))
+
+
+def expected_sign(cm: ClaimMetric, spec: MetricSpec, claim_id: str) -> int:
+    """The sign of A − B in raw metric units that a directional claim predicts (TIE: lower is better).
+
+    Checks that the published numbers agree with ``expect`` under the metric's direction, unless
+    the direction comes from the source's text (``basis``)."""
+    if cm.expect == "equal":
+        return 0
+    better_sign = -1 if spec.lower_is_better else 1
+    sign = better_sign if cm.expect == "better" else -better_sign
+    diff = cm.published_diff
+    if not cm.basis and diff is not None and diff != 0 and (diff > 0) != (sign > 0):
+        raise ValueError(f"claim {claim_id}, metric {cm.role}: published A − B = {diff:+g} contradicts "
+                         f"expect: {cm.expect} for {spec.key} ({'lower' if spec.lower_is_better else 'higher'} is "
+                         "better); fix config/claims.yaml, the metric's lower_is_better, or give the basis: in the "
+                         "source's text for a direction its table does not show")
+    return sign
+
+
+def kind_of_test(cm: ClaimMetric, margin: Margin) -> str:
+    """``equivalence`` for a "matches" claim and for one whose published |A − B| is below the
+    margin without a textual basis for a direction; otherwise ``difference``."""
+    if cm.expect == "equal":
+        return "equivalence"
+    diff = cm.published_diff
+    if not cm.basis and diff is not None and abs(diff) < margin.delta:
+        return "equivalence"
+    return "difference"

@@ -1,0 +1,57 @@
+"""Which data a run was trained on and which data a benchmark reads: synthetic (the embedded
+hiershapes, generated under ``hiershapes.out``) or real. A real-data benchmark under a model trained
+on synthetic scenes (or the reverse) says nothing about the claim: the claims table prints it as
+*out of domain*, without a test (argent/tables/claims.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from argent.plan.groups import Plan
+
+SYNTHETIC, REAL = "synthetic", "real"
+PATH_KEYS = ("root", "hierarcaps_csv", "annotations", "json_dir", "image_dir", "shards")
+
+
+def _under(path: str, root: Path) -> bool:
+    try:
+        Path(path).resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _domain(paths: list[str], synthetic_root: Path) -> str:
+    return SYNTHETIC if paths and all(_under(p, synthetic_root) for p in paths) else REAL
+
+
+def training_domain(group_config: dict[str, Any], base_dir: Path) -> str:
+    """synthetic when the training shards lie under ``hiershapes.out``, else real."""
+    root = base_dir / str((group_config.get("hiershapes") or {}).get("out", "data/hiershapes"))
+    shards = str((group_config.get("data") or {}).get("train_shards", ""))
+    return _domain([str(base_dir / shards)] if shards else [], root)
+
+
+def benchmark_domain(cfg: dict[str, Any], benchmark: str, base_dir: Path) -> str:
+    """synthetic when every data path of the benchmark entry lies under ``hiershapes.out``, else real."""
+    entry = (cfg.get("benchmarks") or {}).get(benchmark) or {}
+    root = base_dir / str((cfg.get("hiershapes") or {}).get("out", "data/hiershapes"))
+    return _domain([str(base_dir / str(entry[k])) for k in PATH_KEYS if entry.get(k)], root)
+
+
+def domain_check(cfg: dict[str, Any], plan: Plan, base_dir: Path) -> Callable[[str, str, str], str]:
+    """(qualified A, qualified B, benchmark) -> why the benchmark is out of the runs' domain, or ""."""
+    def check(a: str, b: str, benchmark: str) -> str:
+        bench = benchmark_domain(cfg, benchmark, base_dir)
+        for qualified in (a, b):
+            group = qualified.partition("/")[0]
+            gcfg = plan.configs.get(group)
+            if gcfg is None:
+                continue
+            trained = training_domain(gcfg, base_dir)
+            if trained != bench:
+                return f"{benchmark} is {bench} data; {qualified} was trained on {trained} data"
+        return ""
+    return check

@@ -1,0 +1,156 @@
+"""The statistics of the claims table on data with a known answer: Holm and BH against hand-computed
+values, TOST on identical seeds ± noise and on a shifted copy, the coverage of the seeds × items
+interval on simulated data with a known effect, and the power search."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from argent.tables.inference import Components, crossed_estimate, power, seed_estimate, seeds_for_power
+from argent.tables.multiplicity import benjamini_hochberg, holm
+
+
+# ---- multiplicity --------------------------------------------------------------------------------
+
+P = [0.01, 0.04, 0.03, 0.005, None, 0.20]
+
+
+def test_holm_matches_a_hand_computed_reference():
+    # m = 5 (None is not a test). Sorted: 0.005, 0.01, 0.03, 0.04, 0.20 times 5, 4, 3, 2, 1:
+    # 0.025, 0.04, 0.09, 0.08 -> 0.09 (running max), 0.20.
+    assert holm(P) == pytest.approx([0.04, 0.09, 0.09, 0.025, None, 0.20])
+
+
+def test_benjamini_hochberg_matches_a_hand_computed_reference():
+    # Sorted: 0.005·5/1 = 0.025, 0.01·5/2 = 0.025, 0.03·5/3 = 0.05, 0.04·5/4 = 0.05, 0.20·5/5 = 0.20;
+    # step-up minimum from the top leaves them as they are.
+    assert benjamini_hochberg(P) == pytest.approx([0.025, 0.05, 0.05, 0.025, None, 0.20])
+
+
+def test_adjusted_values_are_monotone_and_bounded():
+    rng = np.random.default_rng(0)
+    p = list(rng.uniform(size=40) ** 3)
+    for adjusted in (holm(p), benjamini_hochberg(p)):
+        order = np.argsort(p)
+        values = np.asarray(adjusted)[order]
+        assert np.all(np.diff(values) >= -1e-15) and values.max() <= 1.0
+        assert all(a >= r for a, r in zip(adjusted, p))
+    assert all(h >= q for h, q in zip(holm(p), benjamini_hochberg(p)))   # Holm is the stricter
+
+
+def test_a_p_value_outside_zero_one_is_refused():
+    with pytest.raises(ValueError, match=r"p-value #1 is 1.5"):
+        holm([0.1, 1.5])
+
+
+# ---- TOST ----------------------------------------------------------------------------------------
+
+def test_tost_declares_equivalence_for_identical_seeds_plus_noise():
+    rng = np.random.default_rng(1)
+    base = rng.normal(70, 8, size=10)                       # ten seeds of A; B = A ± small noise
+    diffs = base - (base + rng.normal(0, 0.3, size=10))
+    est = seed_estimate(diffs)
+    assert est.p_equivalence(margin=1.0) < 0.01
+    assert est.p_difference() > 0.05
+
+
+def test_tost_refuses_equivalence_for_a_shifted_copy():
+    rng = np.random.default_rng(2)
+    base = rng.normal(70, 8, size=10)
+    diffs = (base + 3.0 + rng.normal(0, 0.3, size=10)) - base     # A = B + 3, margin 1
+    est = seed_estimate(diffs)
+    assert est.p_equivalence(margin=1.0) > 0.5
+    assert est.p_difference() < 0.001
+
+
+def test_tost_is_the_larger_one_sided_p():
+    est = seed_estimate([0.2, -0.1, 0.4, 0.1])
+    t = scipy_stats.t(df=3)
+    low = t.sf((est.mean + 1.0) / est.se)
+    high = t.cdf((est.mean - 1.0) / est.se)
+    assert est.p_equivalence(1.0) == pytest.approx(max(low, high))
+
+
+# ---- intervals -----------------------------------------------------------------------------------
+
+def test_seed_estimate_is_the_paired_t_interval():
+    d = [1.0, 2.5, 0.5]
+    est = seed_estimate(d)
+    low, high = est.interval()
+    half = scipy_stats.t.ppf(0.975, 2) * np.std(d, ddof=1) / math.sqrt(3)
+    assert (low, high) == pytest.approx((np.mean(d) - half, np.mean(d) + half))
+    assert est.p_difference() == pytest.approx(scipy_stats.ttest_1samp(d, 0).pvalue)
+    assert seed_estimate([2.0]).interval() is None and seed_estimate([2.0]).p_difference() is None
+
+
+def test_crossed_estimate_equals_the_seed_estimate_when_items_do_not_vary():
+    rng = np.random.default_rng(3)
+    seed_effects = rng.normal(0, 1, size=4)
+    d = np.repeat(seed_effects[:, None], 50, axis=1) + 0.7
+    est = crossed_estimate(d)
+    ref = seed_estimate(d.mean(axis=1))
+    assert est.mean == pytest.approx(ref.mean) and est.se == pytest.approx(ref.se)
+    assert est.df == pytest.approx(3)
+
+
+def _coverage(k: int, n: int, sd_seed: float, sd_item: float, sd_resid: float, sims: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    delta, hits = 1.5, 0
+    for _ in range(sims):
+        d = (delta + rng.normal(0, sd_seed, size=(k, 1)) + rng.normal(0, sd_item, size=(1, n))
+             + rng.normal(0, sd_resid, size=(k, n)))
+        low, high = crossed_estimate(d).interval()
+        hits += low <= delta <= high
+    return hits / sims
+
+
+@pytest.mark.parametrize("k, n, sd_seed, sd_item, sd_resid", [
+    (3, 200, 1.0, 1.0, 2.0),     # seeds dominate Var(Δ̂)
+    (3, 200, 0.05, 3.0, 2.0),    # test items dominate
+    (5, 100, 0.3, 2.0, 3.0),     # both matter
+    (3, 200, 0.3, 3.0, 1.0),     # both matter, at three seeds
+])
+def test_the_seeds_times_items_interval_covers_the_true_effect_95_percent(k, n, sd_seed, sd_item, sd_resid):
+    # 2,000 simulated experiments with a known Δ: the 95 % interval must cover it 95 ± 2 % of the time
+    # (a binomial 95 % band over 2,000 draws is ± 1 %).
+    coverage = _coverage(k, n, sd_seed, sd_item, sd_resid, sims=2000, seed=k * 1000 + n)
+    assert 0.93 <= coverage <= 0.97, coverage
+
+
+def test_a_seed_only_interval_undercovers_when_items_matter():
+    # The reason the item component exists: with a fixed test set per experiment, the paired-seed
+    # t interval ignores the item variance and misses the population effect far too often.
+    rng = np.random.default_rng(5)
+    delta, hits, sims = 1.5, 0, 1000
+    for _ in range(sims):
+        d = delta + rng.normal(0, 0.05, size=(3, 1)) + rng.normal(0, 3.0, size=(1, 200)) + rng.normal(0, 2.0, size=(3, 200))
+        low, high = seed_estimate(d.mean(axis=1)).interval()
+        hits += low <= delta <= high
+    assert hits / sims < 0.8
+
+
+# ---- power ---------------------------------------------------------------------------------------
+
+def test_power_matches_the_noncentral_t_and_grows_with_seeds():
+    comp = Components(seed=4.0, item=0.0, residual=0.0, n_items=1)
+    # K seeds: se = 2/√K, df K−1; power of a two-sided 5 % test at Δ = 2 is the noncentral-t tail.
+    k = 10
+    ncp, crit = 2.0 / (2.0 / math.sqrt(k)), scipy_stats.t.ppf(0.975, k - 1)
+    expected = scipy_stats.nct.sf(crit, k - 1, ncp) + scipy_stats.nct.cdf(-crit, k - 1, ncp)
+    assert power(comp, k, 2.0, 0.05) == pytest.approx(expected)
+    assert power(comp, 5, 2.0, 0.05) < power(comp, 10, 2.0, 0.05) < power(comp, 20, 2.0, 0.05)
+    needed = seeds_for_power(comp, 2.0, 0.05)
+    assert power(comp, needed, 2.0, 0.05) >= 0.8 > power(comp, needed - 1, 2.0, 0.05)
+
+
+def test_power_is_unreachable_by_seeds_when_the_test_items_limit_it():
+    comp = Components(seed=0.1, item=400.0, residual=1.0, n_items=100)   # σ_i²/N = 4: se ≥ 2 at any K
+    assert seeds_for_power(comp, 1.0, 0.05) is None
+
+
+def test_tost_power_reaches_its_target():
+    comp = Components(seed=1.0, item=0.0, residual=0.0, n_items=1)
+    needed = seeds_for_power(comp, 1.0, 0.05, equivalence=True)
+    assert needed is not None and power(comp, needed, 1.0, 0.05, equivalence=True) >= 0.8
