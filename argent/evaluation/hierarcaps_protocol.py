@@ -25,7 +25,7 @@ from torch import Tensor
 
 from argent.evaluation.chunked_similarity import ScoreFn
 
-__all__ = ["level_order_correlation", "threshold_retrieval"]
+__all__ = ["level_order_correlation", "threshold_retrieval", "threshold_retrieval_per_image"]
 
 
 def level_order_correlation(radii: np.ndarray | Tensor) -> dict[str, float | int]:
@@ -48,7 +48,6 @@ def level_order_correlation(radii: np.ndarray | Tensor) -> dict[str, float | int
     }
 
 
-@torch.no_grad()
 def threshold_retrieval(
     image_emb: Tensor,
     text_emb: Tensor,
@@ -58,7 +57,23 @@ def threshold_retrieval(
     steps: int = 50,
     chunk: int = 1024,
 ) -> dict[str, float]:
-    """Radius-threshold retrieval precision and recall.
+    """Radius-threshold retrieval precision and recall: the means over images of
+    ``threshold_retrieval_per_image`` (same arguments)."""
+    per_image = threshold_retrieval_per_image(image_emb, text_emb, text_radius, gt_levels, score_fn, steps, chunk)
+    return {key: float(values.mean()) for key, values in per_image.items()}
+
+
+@torch.no_grad()
+def threshold_retrieval_per_image(
+    image_emb: Tensor,
+    text_emb: Tensor,
+    text_radius: Tensor,
+    gt_levels: Sequence[Sequence[set[int]]],
+    score_fn: ScoreFn,
+    steps: int = 50,
+    chunk: int = 1024,
+) -> dict[str, np.ndarray]:
+    """Radius-threshold retrieval precision and recall of every image: {key: (N,) float64}.
 
     image_emb (N, D); text_emb (T, D) the pool; text_radius (T,); gt_levels[i][k] the set of pool
     indices that are a level-(k+1) ground-truth caption of image i. Memory: one
@@ -94,8 +109,8 @@ def threshold_retrieval(
             precisions.append(len(chosen_set & all_gt) / max(1, len(chosen_set)))
             recalls.append(sum(bool(level & chosen_set) for level in gt) / max(1, len(gt)))
     return {
-        "threshold_precision": float(np.mean(precisions)),
-        "threshold_recall": float(np.mean(recalls)),
+        "threshold_precision": np.array(precisions, dtype=np.float64),
+        "threshold_recall": np.array(recalls, dtype=np.float64),
     }
 
 
