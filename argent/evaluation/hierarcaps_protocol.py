@@ -17,6 +17,7 @@ The glue computes the radii; these functions only take them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ from scipy.stats import kendalltau
 from torch import Tensor
 
 from argent.evaluation.chunked_similarity import ScoreFn
+from argent.evaluation.items import item_means
 
 __all__ = ["level_order_correlation", "threshold_retrieval", "threshold_retrieval_per_image"]
 
@@ -48,19 +50,10 @@ def level_order_correlation(radii: np.ndarray | Tensor) -> dict[str, float | int
     }
 
 
-def threshold_retrieval(
-    image_emb: Tensor,
-    text_emb: Tensor,
-    text_radius: Tensor,
-    gt_levels: Sequence[Sequence[set[int]]],
-    score_fn: ScoreFn,
-    steps: int = 50,
-    chunk: int = 1024,
-) -> dict[str, float]:
+def threshold_retrieval(*args: Any, **kwargs: Any) -> dict[str, float]:
     """Radius-threshold retrieval precision and recall: the means over images of
     ``threshold_retrieval_per_image`` (same arguments)."""
-    per_image = threshold_retrieval_per_image(image_emb, text_emb, text_radius, gt_levels, score_fn, steps, chunk)
-    return {key: float(values.mean()) for key, values in per_image.items()}
+    return item_means(threshold_retrieval_per_image(*args, **kwargs))
 
 
 @torch.no_grad()

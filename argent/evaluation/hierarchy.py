@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from argent.data.taxonomy import Taxonomy
+from argent.evaluation.items import item_means
 
 __all__ = ["HIERARCHY_METRICS", "pair_metrics", "hierarchy_item_values", "hierarchy_metrics"]
 
@@ -62,4 +63,4 @@ def hierarchy_item_values(taxonomy: Taxonomy, truths: Sequence[str], preds: Sequ
 
 def hierarchy_metrics(taxonomy: Taxonomy, truths: Sequence[str], preds: Sequence[str]) -> dict[str, float]:
     """Means of ``pair_metrics`` over aligned truth/prediction id lists (of ``hierarchy_item_values``)."""
-    return {name: float(values.mean()) for name, values in hierarchy_item_values(taxonomy, truths, preds).items()}
+    return item_means(hierarchy_item_values(taxonomy, truths, preds))

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["ItemError", "auc_placements", "item_vector", "macro_item_values"]
+__all__ = ["ItemError", "auc_placements", "item_means", "item_vector", "macro_item_values"]
 
 REL_TOL = 1e-9
 
@@ -61,6 +62,12 @@ def item_vector(ids: Sequence[str], values: Sequence[float] | np.ndarray, metric
     integral = np.all(array == np.round(array)) and np.all(np.abs(array) < 2**53)
     out_values = [int(v) for v in array.tolist()] if integral else array.tolist()
     return {"ids": ids, "values": out_values}
+
+
+def item_means(per_item: Mapping[str, Any]) -> dict[str, float]:
+    """{key: mean of its item values}: the metrics of a {key: (N,) values} mapping (arrays,
+    tensors or lists; booleans count 0/1)."""
+    return {key: float(np.asarray(values, dtype=np.float64).mean()) for key, values in per_item.items()}
 
 
 def macro_item_values(values: np.ndarray, groups: Sequence[str] | np.ndarray) -> np.ndarray:

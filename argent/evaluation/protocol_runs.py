@@ -56,7 +56,7 @@ from argent.evaluation.encoding import (
     encode_texts,
     similarity_on_cpu,
 )
-from argent.evaluation.items import auc_placements
+from argent.evaluation.items import auc_placements, item_means
 
 __all__ = ["first_n", "first_per_group", "path_id", "run_compositional", "run_hierarcaps", "run_pep", "run_retrieval",
            "run_zeroshot"]
@@ -129,7 +129,7 @@ def run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_pa
         per_image.update(
             hierarchy.hierarchy_item_values(taxonomy, [data.class_ids[y] for y in labels], [data.class_ids[p] for p in preds])
         )
-        metrics.update({name: float(per_image[name].mean()) for name in hierarchy.HIERARCHY_METRICS})
+        metrics.update(item_means({name: per_image[name] for name in hierarchy.HIERARCHY_METRICS}))
     ids = [path_id(samples[i][0], data.root) for i in kept]
     counts = {"n_items": len(kept), "n_classes": len(data.class_ids), "n_templates": len(templates)}
     return {"metrics": metrics, "counts": counts, "items": {key: (ids, values) for key, values in per_image.items()}}
@@ -157,7 +157,7 @@ def run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_
     hits, queried = retrieval.retrieval_hits(
         image_emb, text_emb, caption_image, similarity_on_cpu(model), entry.ks, entry.chunk_size, entry.key_chunk
     )
-    metrics = {key: value.double().mean().item() for key, value in hits.items()}
+    metrics = item_means(hits)
     # Ids: the image's path under image_dir; a caption is "<image id>#<k>", its k-th caption as read.
     image_ids = [path_id(image_paths[i], entry.image_dir) for i in kept]
     caption_ids, seen = [], [0] * len(kept)
@@ -265,7 +265,7 @@ def run_hierarcaps(model: Any, entry: HierarCapsEntry, policy: BadDataPolicy, ou
     per_image = hierarcaps_protocol.threshold_retrieval_per_image(
         image_emb, text_emb, radius, gt_levels, similarity_on_cpu(model), entry.steps, entry.chunk_size
     )
-    metrics.update({key: float(values.mean()) for key, values in per_image.items()})
+    metrics.update(item_means(per_image))
     metrics["mean_radius_by_level"] = [float(v) for v in row_radii.mean(axis=0)]
     image_ids = [str(images[i]) for i in kept]  # the COCO image id of the query image
     items: Items = {key: (image_ids, values) for key, values in per_image.items()}

@@ -10,11 +10,13 @@ Recalls are fractions in [0, 1].
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from argent.evaluation.chunked_similarity import ScoreFn, streaming_topk
+from argent.evaluation.items import item_means
 
 __all__ = ["recall_at_k", "recall_hits", "retrieval_hits", "retrieval_metrics"]
 
@@ -89,18 +91,8 @@ def retrieval_hits(
     return hits, queried
 
 
-def retrieval_metrics(
-    image_emb: Tensor,
-    text_emb: Tensor,
-    caption_image: Sequence[int] | Tensor,
-    score_fn: ScoreFn,
-    ks: Sequence[int] = (5, 10),
-    query_chunk: int = 1024,
-    key_chunk: int = 8192,
-) -> dict[str, float]:
-    """R@k image→text and text→image: the means of ``retrieval_hits``.
-
-    Returns {"i2t_R@5": …, "t2i_R@5": …, …}.
-    """
-    hits, _ = retrieval_hits(image_emb, text_emb, caption_image, score_fn, ks, query_chunk, key_chunk)
-    return {key: value.double().mean().item() for key, value in hits.items()}
+def retrieval_metrics(*args: Any, **kwargs: Any) -> dict[str, float]:
+    """R@k image→text and text→image, {"i2t_R@5": …, "t2i_R@5": …, …}: the means of
+    ``retrieval_hits`` (same arguments)."""
+    hits, _ = retrieval_hits(*args, **kwargs)
+    return item_means(hits)
