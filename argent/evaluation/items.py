@@ -35,7 +35,9 @@ class ItemError(ValueError):
     """An item vector that does not reproduce its metric (or has bad ids)."""
 
 
-def item_vector(ids: Sequence[str], values: Sequence[float] | np.ndarray, metric_value: float | None, key: str) -> dict[str, list]:
+def item_vector(
+    ids: Sequence[str], values: Sequence[float] | np.ndarray, metric_value: float | None, key: str
+) -> dict[str, list]:
     """The JSON form ``{"ids": [...], "values": [...]}`` of one metric's item vector, checked.
 
     ids (N,) unique strings, stable across runs of the same benchmark; values (N,) finite

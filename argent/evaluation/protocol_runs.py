@@ -4,11 +4,12 @@
 "items": {metric key: (ids, values)}, ...}``; ``argent.evaluation.runner.evaluate`` dispatches to
 it, checks every item vector against its metric (``argent.evaluation.items``) and wraps the result
 JSON. Item ids are stable across runs of one benchmark: image paths relative to the data folder,
-``<image>#<k>`` for an image's k-th caption, SugarCrepe ``<category>/<idx>``, HierarCaps row ids. The metric
-arithmetic lives in the protocol modules (zeroshot, retrieval, pep, hierarcaps_protocol,
-compositional) and never sees the model. Data comes only through the format readers
-(``argent.data.formats``), so the embedded hiershapes benchmark and the real data sets share this
-code path. The embedding analysis has its own module (``analysis_run``).
+``<image>#<k>`` for an image's k-th caption, SugarCrepe ``<category>/<idx>``, HierarCaps row ids
+(PEP pairs) and COCO image ids (threshold retrieval). The metric arithmetic lives in the protocol
+modules (zeroshot, retrieval, pep, hierarcaps_protocol, compositional) and never sees the model.
+Data comes only through the format readers (``argent.data.formats``), so the embedded hiershapes
+benchmark and the real data sets share this code path. The embedding analysis has its own module
+(``analysis_run``).
 
 Model API used (the project contract, beside ``argent.evaluation.encoding``'s): ``lift_text``,
 ``curv``, ``geometry``, ``config.image_size``.
@@ -132,7 +133,8 @@ def run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_pa
         metrics.update(item_means({name: per_image[name] for name in hierarchy.HIERARCHY_METRICS}))
     ids = [path_id(samples[i][0], data.root) for i in kept]
     counts = {"n_items": len(kept), "n_classes": len(data.class_ids), "n_templates": len(templates)}
-    return {"metrics": metrics, "counts": counts, "items": {key: (ids, values) for key, values in per_image.items()}}
+    items: Items = {key: (ids, values) for key, values in per_image.items()}
+    return {"metrics": metrics, "counts": counts, "items": items}
 
 
 def run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
@@ -217,10 +219,13 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
     phi_pos, level_pos, phi_neg = pep.pair_angles(text_emb, image_emb, pairs, curv, entry.block_entries)
     metrics = pep.pep_metrics(phi_pos, level_pos, phi_neg)
     counts = {"n_items": len(samples), "n_pool": int(pairs.pool_text.numel()), "n_pairs": len(phi_pos) + len(phi_neg)}
-    return {"metrics": metrics, "counts": counts, "pairs": source, "items": {"auc": _pep_auc_items(samples, pairs, phi_pos, phi_neg)}}
+    items = {"auc": _pep_auc_items(samples, pairs, phi_pos, phi_neg)}
+    return {"metrics": metrics, "counts": counts, "pairs": source, "items": items}
 
 
-def _pep_auc_items(samples: list, pairs: pep.PepPairs, phi_pos: np.ndarray, phi_neg: np.ndarray) -> tuple[list[str], np.ndarray]:
+def _pep_auc_items(
+    samples: list, pairs: pep.PepPairs, phi_pos: np.ndarray, phi_neg: np.ndarray
+) -> tuple[list[str], np.ndarray]:
     """The pooled ``auc``'s DeLong placement values (``items.auc_placements``), positives then
     negatives; their mean is the AUC. Ids: ``pos/<row id>/L<level>`` for (caption level, image)
     and ``neg/<row id>/<pool position>`` (position in the de-duplicated pool)."""
@@ -270,7 +275,8 @@ def run_hierarcaps(model: Any, entry: HierarCapsEntry, policy: BadDataPolicy, ou
     image_ids = [str(images[i]) for i in kept]  # the COCO image id of the query image
     items: Items = {key: (image_ids, values) for key, values in per_image.items()}
     counts = {"n_items": len(samples), "n_images": len(kept), "n_pool_texts": len(texts)}
-    return {"metrics": metrics, "counts": counts, "items": items, "radius": "d(O, x)" if model.geometry == "lorentz" else "||e - r||, r = empty-string embedding"}
+    radius_name = "d(O, x)" if model.geometry == "lorentz" else "||e - r||, r = empty-string embedding"
+    return {"metrics": metrics, "counts": counts, "items": items, "radius": radius_name}
 
 
 def run_compositional(model: Any, entry: CompositionalEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
@@ -302,4 +308,5 @@ def run_compositional(model: Any, entry: CompositionalEntry, policy: BadDataPoli
     ids = [f"{it.category}/{it.idx}" for it in usable]  # the JSON file stem and the item's key in it
     per_item = compositional.compositional_item_values(pos.numpy(), neg.numpy(), categories)
     counts = {"n_items": len(usable), "n_images": len(kept), "items_without_image": len(items) - len(usable)}
-    return {"metrics": metrics, "counts": counts, "items": {key: ([ids[i] for i in sel], values) for key, (sel, values) in per_item.items()}}
+    vectors: Items = {key: ([ids[i] for i in sel], values) for key, (sel, values) in per_item.items()}
+    return {"metrics": metrics, "counts": counts, "items": vectors}

@@ -31,7 +31,6 @@ from argent.data.policy import BadDataPolicy, mark_partial
 from argent.evaluation.analysis_run import run_analysis
 from argent.evaluation.benchmarks import CommonOptions, entry_hash
 from argent.evaluation.items import item_vector
-from argent.io import flatten
 from argent.evaluation.protocol_runs import (
     run_compositional,
     run_hierarcaps,
@@ -39,6 +38,7 @@ from argent.evaluation.protocol_runs import (
     run_retrieval,
     run_zeroshot,
 )
+from argent.io import flatten
 
 __all__ = ["evaluate"]
 
