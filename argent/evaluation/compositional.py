@@ -14,7 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 from torch import Tensor
 
-__all__ = ["GROUPS", "compositional_metrics"]
+from argent.evaluation.items import macro_item_values
+
+__all__ = ["GROUPS", "compositional_item_values", "compositional_metrics"]
 
 GROUPS = ("replace", "swap", "add")
 
@@ -30,14 +32,7 @@ def compositional_metrics(
     Keys: ``acc_<category>``, ``n_<category>``, ``mean_<group>`` for groups present,
     ``mean`` (macro over categories), ``item_accuracy`` (micro).
     """
-    pos = np.asarray(positive_scores, dtype=np.float64)
-    neg = np.asarray(negative_scores, dtype=np.float64)
-    cats = np.asarray(list(categories))
-    if not (pos.shape == neg.shape == cats.shape) or pos.ndim != 1:
-        raise ValueError(f"compositional_metrics: shapes differ: {pos.shape}, {neg.shape}, {cats.shape}")
-    if pos.size == 0:
-        raise ValueError("compositional_metrics: no items")
-    correct = pos > neg  # strict: a tie is wrong
+    correct, cats = _correct(positive_scores, negative_scores, categories)
     out: dict[str, float | int] = {}
     per_category: dict[str, float] = {}
     for category in sorted(set(cats.tolist())):
@@ -46,9 +41,57 @@ def compositional_metrics(
         out[f"acc_{category}"] = per_category[category]
         out[f"n_{category}"] = int(sel.sum())
     for group in GROUPS:
-        members = [v for c, v in per_category.items() if c.split("_", 1)[0] == group]
+        members = [v for c, v in per_category.items() if _group(c) == group]
         if members:
             out[f"mean_{group}"] = float(np.mean(members))
     out["mean"] = float(np.mean(list(per_category.values())))
     out["item_accuracy"] = float(correct.mean())
+    return out
+
+
+def _correct(
+    positive_scores: np.ndarray | Tensor, negative_scores: np.ndarray | Tensor, categories: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(correct (N,) bool, categories (N,) str array) after the shape checks."""
+    pos = np.asarray(positive_scores, dtype=np.float64)
+    neg = np.asarray(negative_scores, dtype=np.float64)
+    cats = np.asarray(list(categories))
+    if not (pos.shape == neg.shape == cats.shape) or pos.ndim != 1:
+        raise ValueError(f"compositional_metrics: shapes differ: {pos.shape}, {neg.shape}, {cats.shape}")
+    if pos.size == 0:
+        raise ValueError("compositional_metrics: no items")
+    return pos > neg, cats  # strict: a tie is wrong
+
+
+def _group(category: str) -> str:
+    return category.split("_", 1)[0]
+
+
+def compositional_item_values(
+    positive_scores: np.ndarray | Tensor,
+    negative_scores: np.ndarray | Tensor,
+    categories: Sequence[str],
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Item vectors of ``compositional_metrics``' accuracy keys: {key: (item indices (n,), values (n,))}.
+
+    Inputs as ``compositional_metrics``. ``acc_<category>`` and ``item_accuracy``: the 0/1
+    correctness of the category's / of all items. ``mean_<group>`` and ``mean`` are macro means
+    over categories, so item i of category c(i) gets correct_i · n / (S · n_c(i)) with n the
+    items and S the categories they cover (``macro_item_values``): the plain mean of these values
+    is the mean of the per-category accuracies, i.e. the reported metric.
+    """
+    correct, cats = _correct(positive_scores, negative_scores, categories)
+    correct = correct.astype(np.float64)
+    everything = np.arange(correct.size)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for category in sorted(set(cats.tolist())):
+        sel = np.flatnonzero(cats == category)
+        out[f"acc_{category}"] = (sel, correct[sel])
+    groups = np.array([_group(c) for c in cats.tolist()])
+    for group in GROUPS:
+        sel = np.flatnonzero(groups == group)
+        if sel.size:
+            out[f"mean_{group}"] = (sel, macro_item_values(correct[sel], cats[sel]))
+    out["mean"] = (everything, macro_item_values(correct, cats))
+    out["item_accuracy"] = (everything, correct)
     return out

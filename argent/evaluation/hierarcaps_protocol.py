@@ -17,6 +17,7 @@ The glue computes the radii; these functions only take them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,8 +25,9 @@ from scipy.stats import kendalltau
 from torch import Tensor
 
 from argent.evaluation.chunked_similarity import ScoreFn
+from argent.evaluation.items import item_means
 
-__all__ = ["level_order_correlation", "threshold_retrieval"]
+__all__ = ["level_order_correlation", "threshold_retrieval", "threshold_retrieval_per_image"]
 
 
 def level_order_correlation(radii: np.ndarray | Tensor) -> dict[str, float | int]:
@@ -48,8 +50,14 @@ def level_order_correlation(radii: np.ndarray | Tensor) -> dict[str, float | int
     }
 
 
+def threshold_retrieval(*args: Any, **kwargs: Any) -> dict[str, float]:
+    """Radius-threshold retrieval precision and recall: the means over images of
+    ``threshold_retrieval_per_image`` (same arguments)."""
+    return item_means(threshold_retrieval_per_image(*args, **kwargs))
+
+
 @torch.no_grad()
-def threshold_retrieval(
+def threshold_retrieval_per_image(
     image_emb: Tensor,
     text_emb: Tensor,
     text_radius: Tensor,
@@ -57,8 +65,8 @@ def threshold_retrieval(
     score_fn: ScoreFn,
     steps: int = 50,
     chunk: int = 1024,
-) -> dict[str, float]:
-    """Radius-threshold retrieval precision and recall.
+) -> dict[str, np.ndarray]:
+    """Radius-threshold retrieval precision and recall of every image: {key: (N,) float64}.
 
     image_emb (N, D); text_emb (T, D) the pool; text_radius (T,); gt_levels[i][k] the set of pool
     indices that are a level-(k+1) ground-truth caption of image i. Memory: one
@@ -94,8 +102,8 @@ def threshold_retrieval(
             precisions.append(len(chosen_set & all_gt) / max(1, len(chosen_set)))
             recalls.append(sum(bool(level & chosen_set) for level in gt) / max(1, len(gt)))
     return {
-        "threshold_precision": float(np.mean(precisions)),
-        "threshold_recall": float(np.mean(recalls)),
+        "threshold_precision": np.array(precisions, dtype=np.float64),
+        "threshold_recall": np.array(recalls, dtype=np.float64),
     }
 
 

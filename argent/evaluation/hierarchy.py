@@ -14,12 +14,14 @@ not ×100; ARGENT's tables multiply it by 100).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
-from argent.data.taxonomy import Taxonomy
+import numpy as np
 
-__all__ = ["HIERARCHY_METRICS", "pair_metrics", "hierarchy_metrics"]
+from argent.data.taxonomy import Taxonomy
+from argent.evaluation.items import item_means
+
+__all__ = ["HIERARCHY_METRICS", "pair_metrics", "hierarchy_item_values", "hierarchy_metrics"]
 
 HIERARCHY_METRICS = ("tie", "lca", "jaccard", "hier_precision", "hier_recall")
 
@@ -41,8 +43,8 @@ def pair_metrics(taxonomy: Taxonomy, truth: str, pred: str) -> dict[str, float]:
     }
 
 
-def hierarchy_metrics(taxonomy: Taxonomy, truths: Sequence[str], preds: Sequence[str]) -> dict[str, float]:
-    """Means of ``pair_metrics`` over aligned truth/prediction id lists.
+def hierarchy_item_values(taxonomy: Taxonomy, truths: Sequence[str], preds: Sequence[str]) -> dict[str, np.ndarray]:
+    """``pair_metrics`` of every item: {metric: (N,) float64}, aligned with truth/prediction lists.
 
     Each distinct (truth, pred) pair is scored once (50k ImageNet predictions hold at most
     1000² distinct pairs, usually far fewer).
@@ -54,9 +56,11 @@ def hierarchy_metrics(taxonomy: Taxonomy, truths: Sequence[str], preds: Sequence
     for node in set(truths) | set(preds):
         if node not in taxonomy:
             raise KeyError(f"class id {node!r} is not a node of the taxonomy (root {taxonomy.root})")
-    pairs = Counter(zip(truths, preds))
-    totals = dict.fromkeys(HIERARCHY_METRICS, 0.0)
-    for (truth, pred), count in pairs.items():
-        for name, value in pair_metrics(taxonomy, truth, pred).items():
-            totals[name] += value * count
-    return {name: total / len(truths) for name, total in totals.items()}
+    scored = {pair: pair_metrics(taxonomy, *pair) for pair in set(zip(truths, preds))}
+    return {name: np.array([scored[pair][name] for pair in zip(truths, preds)], dtype=np.float64)
+            for name in HIERARCHY_METRICS}
+
+
+def hierarchy_metrics(taxonomy: Taxonomy, truths: Sequence[str], preds: Sequence[str]) -> dict[str, float]:
+    """Means of ``pair_metrics`` over aligned truth/prediction id lists (of ``hierarchy_item_values``)."""
+    return item_means(hierarchy_item_values(taxonomy, truths, preds))

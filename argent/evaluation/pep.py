@@ -36,7 +36,7 @@ from torch import Tensor
 
 from argent import geometry
 
-__all__ = ["PepPairs", "build_pairs", "entailment_probability", "pair_angles", "pep_metrics"]
+__all__ = ["PepPairs", "build_pairs", "entailment_probability", "negative_index", "pair_angles", "pep_metrics"]
 
 
 @dataclass
@@ -125,8 +125,9 @@ def pair_angles(
     """Exterior angles φ(caption, image) of every PEP pair, in float64.
 
     text_emb (T, D) rows aligned with ``pairs.texts``; image_emb (N, D). Returns
-    (phi_pos (P,), level_pos (P,), phi_neg (pairs.n_negatives,)). The order of the negatives
-    depends on the blocking; the metrics do not.
+    (phi_pos (P,), level_pos (P,), phi_neg (pairs.n_negatives,)). Positives are in
+    ``pairs.pos_*`` order; negatives image-major (image 0 with every pool caption that is not its
+    own, in pool order, then image 1, …), the order of ``negative_index``, whatever the blocking.
     """
     text_emb = text_emb.to(torch.float64)
     image_emb = image_emb.to(torch.float64)
@@ -153,9 +154,18 @@ def pair_angles(
         keep = torch.ones_like(block, dtype=torch.bool)
         lo, hi = torch.searchsorted(excl_image, torch.tensor([i0, i1])).tolist()
         keep[excl_pool[lo:hi], excl_image[lo:hi] - i0] = False
-        phi_neg.append(block[keep])
+        phi_neg.append(block.T[keep.T])  # (B, M) row-major: image-major, pool order within an image
     cat = lambda xs: torch.cat(xs).numpy() if xs else np.empty(0)  # noqa: E731
     return cat(phi_pos), pairs.pos_level.numpy().copy(), cat(phi_neg)
+
+
+def negative_index(pairs: PepPairs, n_images: int) -> tuple[np.ndarray, np.ndarray]:
+    """(image (Nn,), pool position (Nn,)) of every negative, in ``pair_angles``' order (image-major,
+    pool order within an image, each image's own captions left out)."""
+    keep = np.ones((n_images, int(pairs.pool_text.numel())), dtype=bool)
+    keep[pairs.excl_image.numpy(), pairs.excl_pool.numpy()] = False
+    image, pool = np.nonzero(keep)
+    return image, pool
 
 
 def _auc_ap(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:

@@ -1,11 +1,15 @@
 """One function per evaluation protocol: read the benchmark's data, encode it, call the pure metrics.
 
-``run_<protocol>(model, entry, policy, out_path)`` returns ``{"metrics": ..., "counts": ..., ...}``;
-``argent.evaluation.runner.evaluate`` dispatches to it and wraps the result JSON. The metric
-arithmetic lives in the protocol modules (zeroshot, retrieval, pep, hierarcaps_protocol,
-compositional) and never sees the model. Data comes only through the format readers
-(``argent.data.formats``), so the embedded hiershapes benchmark and the real data sets share this
-code path. The embedding analysis has its own module (``analysis_run``).
+``run_<protocol>(model, entry, policy, out_path)`` returns ``{"metrics": ..., "counts": ...,
+"items": {metric key: (ids, values)}, ...}``; ``argent.evaluation.runner.evaluate`` dispatches to
+it, checks every item vector against its metric (``argent.evaluation.items``) and wraps the result
+JSON. Item ids are stable across runs of one benchmark: image paths relative to the data folder,
+``<image>#<k>`` for an image's k-th caption, SugarCrepe ``<category>/<idx>``, HierarCaps row ids
+(PEP pairs) and COCO image ids (threshold retrieval). The metric arithmetic lives in the protocol
+modules (zeroshot, retrieval, pep, hierarcaps_protocol, compositional) and never sees the model.
+Data comes only through the format readers (``argent.data.formats``), so the embedded hiershapes
+benchmark and the real data sets share this code path. The embedding analysis has its own module
+(``analysis_run``).
 
 Model API used (the project contract, beside ``argent.evaluation.encoding``'s): ``lift_text``,
 ``curv``, ``geometry``, ``config.image_size``.
@@ -53,11 +57,23 @@ from argent.evaluation.encoding import (
     encode_texts,
     similarity_on_cpu,
 )
+from argent.evaluation.items import auc_placements, item_means
 
-__all__ = ["first_n", "first_per_group", "run_compositional", "run_hierarcaps", "run_pep", "run_retrieval",
+__all__ = ["first_n", "first_per_group", "path_id", "run_compositional", "run_hierarcaps", "run_pep", "run_retrieval",
            "run_zeroshot"]
 
 log = logging.getLogger(__name__)
+
+
+Items = dict[str, tuple[list[str], np.ndarray]]
+
+
+def path_id(path: Path, base: str | Path) -> str:
+    """A file's item id: its path relative to the data folder (posix), else its name."""
+    try:
+        return Path(path).relative_to(base).as_posix()
+    except ValueError:
+        return Path(path).name
 
 
 def first_n(items: list, limit: int) -> list:
@@ -109,12 +125,16 @@ def run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_pa
         [score(image_emb[s : s + entry.chunk_size], prototypes).argmax(dim=1).numpy() for s in range(0, len(kept), entry.chunk_size)]
     )
     metrics: dict[str, Any] = zeroshot.classification_metrics(preds, labels, len(data.class_ids))
+    per_image = zeroshot.classification_item_values(preds, labels)
     if taxonomy is not None:
-        metrics.update(
-            hierarchy.hierarchy_metrics(taxonomy, [data.class_ids[y] for y in labels], [data.class_ids[p] for p in preds])
+        per_image.update(
+            hierarchy.hierarchy_item_values(taxonomy, [data.class_ids[y] for y in labels], [data.class_ids[p] for p in preds])
         )
+        metrics.update(item_means({name: per_image[name] for name in hierarchy.HIERARCHY_METRICS}))
+    ids = [path_id(samples[i][0], data.root) for i in kept]
     counts = {"n_items": len(kept), "n_classes": len(data.class_ids), "n_templates": len(templates)}
-    return {"metrics": metrics, "counts": counts}
+    items: Items = {key: (ids, values) for key, values in per_image.items()}
+    return {"metrics": metrics, "counts": counts, "items": items}
 
 
 def run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
@@ -136,11 +156,20 @@ def run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_
             caption_image.append(new_index[img])
     dropped_captions = len(data.captions) - len(captions)
     text_emb = encode_texts(model, captions, entry.batch_size)
-    metrics = retrieval.retrieval_metrics(
+    hits, queried = retrieval.retrieval_hits(
         image_emb, text_emb, caption_image, similarity_on_cpu(model), entry.ks, entry.chunk_size, entry.key_chunk
     )
+    metrics = item_means(hits)
+    # Ids: the image's path under image_dir; a caption is "<image id>#<k>", its k-th caption as read.
+    image_ids = [path_id(image_paths[i], entry.image_dir) for i in kept]
+    caption_ids, seen = [], [0] * len(kept)
+    for img in caption_image:
+        caption_ids.append(f"{image_ids[img]}#{seen[img]}")
+        seen[img] += 1
+    query_ids = [image_ids[i] for i in queried.tolist()]
+    items: Items = {key: (query_ids if key.startswith("i2t") else caption_ids, value.numpy()) for key, value in hits.items()}
     counts = {"n_images": len(kept), "n_captions": len(captions), "captions_left_out": dropped_captions}
-    return {"metrics": metrics, "counts": counts}
+    return {"metrics": metrics, "counts": counts, "items": items}
 
 
 def _read_pool(path: Path) -> list[str]:
@@ -190,7 +219,22 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
     phi_pos, level_pos, phi_neg = pep.pair_angles(text_emb, image_emb, pairs, curv, entry.block_entries)
     metrics = pep.pep_metrics(phi_pos, level_pos, phi_neg)
     counts = {"n_items": len(samples), "n_pool": int(pairs.pool_text.numel()), "n_pairs": len(phi_pos) + len(phi_neg)}
-    return {"metrics": metrics, "counts": counts, "pairs": source}
+    items = {"auc": _pep_auc_items(samples, pairs, phi_pos, phi_neg)}
+    return {"metrics": metrics, "counts": counts, "pairs": source, "items": items}
+
+
+def _pep_auc_items(
+    samples: list, pairs: pep.PepPairs, phi_pos: np.ndarray, phi_neg: np.ndarray
+) -> tuple[list[str], np.ndarray]:
+    """The pooled ``auc``'s DeLong placement values (``items.auc_placements``), positives then
+    negatives; their mean is the AUC. Ids: ``pos/<row id>/L<level>`` for (caption level, image)
+    and ``neg/<row id>/<pool position>`` (position in the de-duplicated pool)."""
+    v_pos, v_neg = auc_placements(pep.entailment_probability(phi_pos), pep.entailment_probability(phi_neg))
+    row_ids = [s.id for s in samples]
+    neg_image, neg_pool = pep.negative_index(pairs, len(samples))
+    ids = [f"pos/{row_ids[i]}/L{k}" for i, k in zip(pairs.pos_image.tolist(), pairs.pos_level.tolist())]
+    ids += [f"neg/{row_ids[i]}/{p}" for i, p in zip(neg_image.tolist(), neg_pool.tolist())]
+    return ids, np.concatenate([v_pos, v_neg])
 
 
 def _radii(model: Any, text_emb: Tensor, batch_size: int) -> Tensor:
@@ -223,14 +267,16 @@ def run_hierarcaps(model: Any, entry: HierarCapsEntry, policy: BadDataPolicy, ou
     gt_levels = [
         [{index[s.levels[k]] for s in by_image[images[i]]} for k in range(len(samples[0].levels))] for i in kept
     ]
-    metrics.update(
-        hierarcaps_protocol.threshold_retrieval(
-            image_emb, text_emb, radius, gt_levels, similarity_on_cpu(model), entry.steps, entry.chunk_size
-        )
+    per_image = hierarcaps_protocol.threshold_retrieval_per_image(
+        image_emb, text_emb, radius, gt_levels, similarity_on_cpu(model), entry.steps, entry.chunk_size
     )
+    metrics.update(item_means(per_image))
     metrics["mean_radius_by_level"] = [float(v) for v in row_radii.mean(axis=0)]
+    image_ids = [str(images[i]) for i in kept]  # the COCO image id of the query image
+    items: Items = {key: (image_ids, values) for key, values in per_image.items()}
     counts = {"n_items": len(samples), "n_images": len(kept), "n_pool_texts": len(texts)}
-    return {"metrics": metrics, "counts": counts, "radius": "d(O, x)" if model.geometry == "lorentz" else "||e - r||, r = empty-string embedding"}
+    radius_name = "d(O, x)" if model.geometry == "lorentz" else "||e - r||, r = empty-string embedding"
+    return {"metrics": metrics, "counts": counts, "items": items, "radius": radius_name}
 
 
 def run_compositional(model: Any, entry: CompositionalEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
@@ -257,6 +303,10 @@ def run_compositional(model: Any, entry: CompositionalEntry, policy: BadDataPoli
     score = similarity_on_cpu(model)
     pos = paired_scores(img, text_emb[[index[it.caption] for it in usable]], score, entry.chunk_size)
     neg = paired_scores(img, text_emb[[index[it.negative_caption] for it in usable]], score, entry.chunk_size)
-    metrics = compositional.compositional_metrics(pos.numpy(), neg.numpy(), [it.category for it in usable])
+    categories = [it.category for it in usable]
+    metrics = compositional.compositional_metrics(pos.numpy(), neg.numpy(), categories)
+    ids = [f"{it.category}/{it.idx}" for it in usable]  # the JSON file stem and the item's key in it
+    per_item = compositional.compositional_item_values(pos.numpy(), neg.numpy(), categories)
     counts = {"n_items": len(usable), "n_images": len(kept), "items_without_image": len(items) - len(usable)}
-    return {"metrics": metrics, "counts": counts}
+    vectors: Items = {key: ([ids[i] for i in sel], values) for key, (sel, values) in per_item.items()}
+    return {"metrics": metrics, "counts": counts, "items": vectors}

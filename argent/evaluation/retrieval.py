@@ -10,20 +10,22 @@ Recalls are fractions in [0, 1].
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from argent.evaluation.chunked_similarity import ScoreFn, streaming_topk
+from argent.evaluation.items import item_means
 
-__all__ = ["recall_at_k", "retrieval_metrics"]
+__all__ = ["recall_at_k", "recall_hits", "retrieval_hits", "retrieval_metrics"]
 
 
-def recall_at_k(topk_indices: Tensor, truth: Sequence[set[int]] | Tensor, ks: Sequence[int]) -> dict[int, float]:
-    """Share of queries with a true item among their first k retrieved ones, for each k.
+def recall_hits(topk_indices: Tensor, truth: Sequence[set[int]] | Tensor, ks: Sequence[int]) -> dict[int, Tensor]:
+    """Per query and k: whether a true item is among its first k retrieved ones.
 
     topk_indices: (Q, ≥max(ks)) retrieved key ids, best first. truth: per query, a set of true
-    key ids, or a (Q,) tensor holding the single true id of each query.
+    key ids, or a (Q,) tensor holding the single true id of each query. Returns {k: (Q,) bool}.
     """
     n_queries = topk_indices.shape[0]
     if n_queries == 0:
@@ -38,10 +40,16 @@ def recall_at_k(topk_indices: Tensor, truth: Sequence[set[int]] | Tensor, ks: Se
             [[int(j) in t for j in row] for row, t in zip(topk_indices.tolist(), truth)], dtype=torch.bool
         ).reshape(topk_indices.shape)
     # With fewer keys than k the retrieved list holds every key: slicing past the end is fine.
-    return {k: match[:, :k].any(dim=1).double().mean().item() for k in ks}
+    return {k: match[:, :k].any(dim=1).cpu() for k in ks}
 
 
-def retrieval_metrics(
+def recall_at_k(topk_indices: Tensor, truth: Sequence[set[int]] | Tensor, ks: Sequence[int]) -> dict[int, float]:
+    """Share of queries with a true item among their first k retrieved ones, for each k (the
+    means of ``recall_hits``)."""
+    return {k: hits.double().mean().item() for k, hits in recall_hits(topk_indices, truth, ks).items()}
+
+
+def retrieval_hits(
     image_emb: Tensor,
     text_emb: Tensor,
     caption_image: Sequence[int] | Tensor,
@@ -49,11 +57,13 @@ def retrieval_metrics(
     ks: Sequence[int] = (5, 10),
     query_chunk: int = 1024,
     key_chunk: int = 8192,
-) -> dict[str, float]:
-    """R@k image→text and text→image.
+) -> tuple[dict[str, Tensor], Tensor]:
+    """Per-query hits of R@k image→text and text→image.
 
     image_emb (N_img, D), text_emb (N_txt, D); caption_image[t] is the index of caption t's
-    image. Returns {"i2t_R@5": …, "t2i_R@5": …, …}. Images without a caption are not queried
+    image. Returns ({"i2t_R@5": (Q_img,) bool, "t2i_R@5": (N_txt,) bool, …}, queried): the i2t
+    vectors are over the images that have a caption, ``queried`` (Q_img,) their indices; the
+    t2i vectors are over every caption, in order. Images without a caption are not queried
     (they stay in the text→image pool).
     """
     caption_image = torch.as_tensor(caption_image, dtype=torch.long)
@@ -71,11 +81,18 @@ def retrieval_metrics(
     queries = image_emb if bool(has_caption.all()) else image_emb[queried.to(image_emb.device)]  # no copy if all
     _, i2t = streaming_topk(queries, text_emb, score_fn, k_max, query_chunk, key_chunk)
     _, t2i = streaming_topk(text_emb, image_emb, score_fn, k_max, query_chunk, key_chunk)
-    metrics: dict[str, float] = {}
+    hits: dict[str, Tensor] = {}
     # A retrieved caption is a hit iff its image is the query image: compare image ids, which
     # keeps this step vectorised (Q × k integers) however large the pool.
-    for k, value in recall_at_k(caption_image[i2t.cpu()], queried, ks).items():
-        metrics[f"i2t_R@{k}"] = value
-    for k, value in recall_at_k(t2i.cpu(), caption_image, ks).items():
-        metrics[f"t2i_R@{k}"] = value
-    return metrics
+    for k, value in recall_hits(caption_image[i2t.cpu()], queried, ks).items():
+        hits[f"i2t_R@{k}"] = value
+    for k, value in recall_hits(t2i.cpu(), caption_image, ks).items():
+        hits[f"t2i_R@{k}"] = value
+    return hits, queried
+
+
+def retrieval_metrics(*args: Any, **kwargs: Any) -> dict[str, float]:
+    """R@k image→text and text→image, {"i2t_R@5": …, "t2i_R@5": …, …}: the means of
+    ``retrieval_hits`` (same arguments)."""
+    hits, _ = retrieval_hits(*args, **kwargs)
+    return item_means(hits)

@@ -1,8 +1,11 @@
 """Evaluate one benchmark: dispatch its entry to the protocol's run, wrap the result JSON.
 
 ``evaluate(model, name, entry)`` returns the result dict that ``argent evaluate`` writes as JSON:
-metrics, counts (with the skipped items by reason), the resolved entry and its hash, and
-``partial`` when items were skipped. Where the parts live:
+metrics, counts (with the skipped items by reason), the resolved entry and its hash,
+``partial`` when items were skipped, and ``items``: for every metric that is a mean over test
+items, ``{"<metric key>": {"ids": [...], "values": [...]}}`` under the metric's key in
+``flatten(metrics, sep="/")``, with mean(values) == metric (checked, ``argent.evaluation.items``).
+Where the parts live:
 
 - ``argent.evaluation.encoding``: model to embeddings (images, texts), the per-call reuse of image
   embeddings;
@@ -27,6 +30,7 @@ import numpy as np
 from argent.data.policy import BadDataPolicy, mark_partial
 from argent.evaluation.analysis_run import run_analysis
 from argent.evaluation.benchmarks import CommonOptions, entry_hash
+from argent.evaluation.items import item_vector
 from argent.evaluation.protocol_runs import (
     run_compositional,
     run_hierarcaps,
@@ -34,6 +38,7 @@ from argent.evaluation.protocol_runs import (
     run_retrieval,
     run_zeroshot,
 )
+from argent.io import flatten
 
 __all__ = ["evaluate"]
 
@@ -72,12 +77,14 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
     counts = result.pop("counts")
     counts["skipped"] = policy.counts
     counts["dropped"] = policy.dropped
+    metrics = _clean(result.pop("metrics"))
+    items = _items(result.pop("items", {}), metrics)
     out = {
         "benchmark": name,
         "protocol": entry.protocol,
         "geometry": model.geometry,
         "status": result.pop("status", "ok"),
-        "metrics": _clean(result.pop("metrics")),
+        "metrics": metrics,
         "counts": counts,
         "units": UNITS,
         "entry": dataclasses.asdict(entry),
@@ -85,7 +92,19 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
         "elapsed_s": round(time.perf_counter() - start, 3),
     }
     out.update(_clean(result))
-    return mark_partial(out, policy, name, log)  # computed from fewer items than the input holds (skip mode)
+    out = mark_partial(out, policy, name, log)  # computed from fewer items than the input holds (skip mode)
+    out["items"] = items  # last: the long vectors after everything a reader looks at
+    return out
+
+
+def _items(raw: dict[str, tuple[list[str], Any]], metrics: dict[str, Any]) -> dict[str, dict[str, list]]:
+    """The checked JSON form of a protocol's {metric key: (ids, values)}; the key is the metric's
+    key in ``flatten(metrics, sep="/")``, whose value the item values must average to."""
+    flat = flatten(metrics, sep="/")
+    unknown = sorted(set(raw) - set(flat))
+    if unknown:
+        raise ValueError(f"item vectors for {unknown}, which are not metrics (metrics: {sorted(flat)})")
+    return {key: item_vector(ids, values, flat[key], key) for key, (ids, values) in raw.items()}
 
 
 def _clean(value: Any) -> Any:

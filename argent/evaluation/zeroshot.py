@@ -18,12 +18,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from argent.evaluation.items import macro_item_values
+
 __all__ = [
     "TEMPLATE_SETS",
     "resolve_templates",
     "fill_templates",
     "average_prompts",
     "classification_metrics",
+    "classification_item_values",
 ]
 
 TEMPLATE_SETS: dict[str, tuple[str, ...]] = {
@@ -92,3 +95,14 @@ def classification_metrics(predictions: np.ndarray | Tensor, labels: np.ndarray 
         "mean_per_class": float(np.mean(per_class)),
         "n_classes_evaluated": int(len(per_class)),
     }
+
+
+def classification_item_values(predictions: np.ndarray | Tensor, labels: np.ndarray | Tensor) -> dict[str, np.ndarray]:
+    """Per-image values of ``classification_metrics``' item means: {"top1": (N,), "mean_per_class": (N,)}.
+
+    top1: 1.0 where the prediction is right. mean_per_class (a macro mean over the classes
+    present): the 0/1 value weighted by N / (C · n_class) (``macro_item_values``), so that the
+    plain mean over images is the mean per-class accuracy.
+    """
+    correct = (np.asarray(predictions, dtype=np.int64) == np.asarray(labels, dtype=np.int64)).astype(np.float64)
+    return {"top1": correct, "mean_per_class": macro_item_values(correct, np.asarray(labels))}

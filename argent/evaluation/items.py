@@ -1,0 +1,110 @@
+"""Per-item values beside the item-mean metrics of an evaluation (the result JSON's ``items``).
+
+A metric that is a mean over test items (top-1 as 0/1 per image, TIE per image, R@k per query,
+…) is saved with its item vector: ``{"ids": [str, ...], "values": [float, ...]}`` under the
+metric's flattened key, so that the tables can split variance into seeds × items and pair item
+i of run A with item i of run B by id. The one invariant, checked by ``item_vector`` for every
+vector: ``mean(values) == metric`` (relative 1e-9), ids unique, one value per id.
+
+Metrics that are not plain item means get values whose plain mean is the metric:
+
+- a macro mean over S subsets (mean per-class accuracy, SugarCrepe's mean over categories):
+  ``macro_item_values`` weighs item i of subset g(i) by N / (S · n_g(i));
+- a pooled AUC: ``auc_placements`` gives DeLong placement values; their mean over positives and
+  their mean over negatives both equal the AUC (ties count one half, as in sklearn), so the
+  concatenation does too.
+
+Pure functions: no model, no files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ItemError", "auc_placements", "item_means", "item_vector", "macro_item_values"]
+
+REL_TOL = 1e-9
+
+
+class ItemError(ValueError):
+    """An item vector that does not reproduce its metric (or has bad ids)."""
+
+
+def item_vector(
+    ids: Sequence[str], values: Sequence[float] | np.ndarray, metric_value: float | None, key: str
+) -> dict[str, list]:
+    """The JSON form ``{"ids": [...], "values": [...]}`` of one metric's item vector, checked.
+
+    ids (N,) unique strings, stable across runs of the same benchmark; values (N,) finite
+    numbers whose plain mean equals ``metric_value`` to 1e-9 relative. Integral values are
+    written as ints (0/1 hits, tree edges), the rest as full-precision floats. Raises
+    ``ItemError`` naming ``key`` when any of this fails.
+    """
+    ids = [str(i) for i in ids]
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1 or array.size != len(ids):
+        raise ItemError(f"items[{key!r}]: {len(ids)} ids but values of shape {array.shape}")
+    if array.size == 0:
+        raise ItemError(f"items[{key!r}]: no items")
+    if len(set(ids)) != len(ids):
+        dupes = sorted(i for i, n in Counter(ids).items() if n > 1)[:5]
+        raise ItemError(f"items[{key!r}]: ids are not unique: {dupes}")
+    if not np.isfinite(array).all():
+        raise ItemError(f"items[{key!r}]: {int((~np.isfinite(array)).sum())} non-finite value(s)")
+    if metric_value is None or not math.isfinite(metric_value):
+        raise ItemError(f"items[{key!r}]: the metric is {metric_value!r}; a null metric has no item vector")
+    mean = float(array.mean())
+    if not math.isclose(mean, metric_value, rel_tol=REL_TOL, abs_tol=1e-12):
+        raise ItemError(f"items[{key!r}]: mean of {array.size} item values {mean!r} != metric {metric_value!r}")
+    integral = np.all(array == np.round(array)) and np.all(np.abs(array) < 2**53)
+    out_values = [int(v) for v in array.tolist()] if integral else array.tolist()
+    return {"ids": ids, "values": out_values}
+
+
+def item_means(per_item: Mapping[str, Any]) -> dict[str, float]:
+    """{key: mean of its item values}: the metrics of a {key: (N,) values} mapping (arrays,
+    tensors or lists; booleans count 0/1)."""
+    return {key: float(np.asarray(values, dtype=np.float64).mean()) for key, values in per_item.items()}
+
+
+def macro_item_values(values: np.ndarray, groups: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Item values whose plain mean is the macro mean (the mean over groups of the group means).
+
+    values (N,), groups (N,) the subset of each item. Item i becomes values[i] · N / (S · n_g(i))
+    with S groups and n_g(i) items in item i's group: Σ_i over group g gives N/S · mean_g, so
+    the plain mean over all N is (1/S) Σ_g mean_g. Equal group sizes leave the values unchanged.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    groups = np.asarray(groups)
+    if values.shape != groups.shape or values.ndim != 1:
+        raise ValueError(f"macro_item_values: shapes {values.shape} and {groups.shape} differ")
+    _, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+    return values * (values.size / (sizes.size * sizes[inverse]))
+
+
+def auc_placements(pos_scores: np.ndarray, neg_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DeLong placement values of a pooled ROC AUC (positives should score higher).
+
+    pos_scores (P,), neg_scores (M,). Returns (v_pos (P,), v_neg (M,)): v_pos[i] is the share of
+    negatives scored below positive i, v_neg[j] the share of positives scored above negative j,
+    each tie counting ½. mean(v_pos) = mean(v_neg) = AUC (the Mann–Whitney statistic, which is
+    what sklearn's ``roc_auc_score`` computes), hence also the mean of their concatenation.
+    O((P + M) log(P + M)).
+    """
+    pos = np.asarray(pos_scores, dtype=np.float64)
+    neg = np.asarray(neg_scores, dtype=np.float64)
+    if pos.size == 0 or neg.size == 0:
+        raise ValueError(f"auc_placements: needs positives and negatives; got {pos.size} and {neg.size}")
+    neg_sorted, pos_sorted = np.sort(neg), np.sort(pos)
+    below = np.searchsorted(neg_sorted, pos, side="left")
+    tied = np.searchsorted(neg_sorted, pos, side="right") - below
+    v_pos = (below + 0.5 * tied) / neg.size
+    above = pos.size - np.searchsorted(pos_sorted, neg, side="right")
+    tied = np.searchsorted(pos_sorted, neg, side="right") - np.searchsorted(pos_sorted, neg, side="left")
+    v_neg = (above + 0.5 * tied) / pos.size
+    return v_pos, v_neg
