@@ -12,7 +12,10 @@ Metrics that are not plain item means get values whose plain mean is the metric:
   ``macro_item_values`` weighs item i of subset g(i) by N / (S · n_g(i));
 - a pooled AUC: ``auc_placements`` gives DeLong placement values; their mean over positives and
   their mean over negatives both equal the AUC (ties count one half, as in sklearn), so the
-  concatenation does too.
+  concatenation does too;
+- items that are not sampled independently (the pairs of one PEP image, the captions of one
+  retrieval image) are summed per sampling unit by ``cluster_item_values``, so that the tables'
+  item variance is over images, the unit a test set draws.
 
 Pure functions: no model, no files.
 """
@@ -26,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ItemError", "auc_placements", "item_means", "item_vector", "macro_item_values"]
+__all__ = ["ItemError", "auc_placements", "cluster_item_values", "item_means", "item_vector", "macro_item_values"]
 
 REL_TOL = 1e-9
 
@@ -108,3 +111,18 @@ def auc_placements(pos_scores: np.ndarray, neg_scores: np.ndarray) -> tuple[np.n
     tied = np.searchsorted(pos_sorted, neg, side="right") - np.searchsorted(pos_sorted, neg, side="left")
     v_neg = (above + 0.5 * tied) / pos.size
     return v_pos, v_neg
+
+
+def cluster_item_values(clusters: Sequence[str], values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """One value per cluster (the sampling unit, e.g. the image of several pairs or captions),
+    keeping the plain mean: cluster c gets Σ_{i in c} values[i] · C / N (N items, C clusters), so
+    the mean over clusters is Σ values / N. clusters (N,), values (N,); returns the cluster ids in
+    order of first appearance and their values (C,)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or len(clusters) != values.size:
+        raise ValueError(f"cluster_item_values: {len(clusters)} clusters for values of shape {values.shape}")
+    order = list(dict.fromkeys(clusters))
+    index = {c: i for i, c in enumerate(order)}
+    sums = np.zeros(len(order))
+    np.add.at(sums, np.fromiter((index[c] for c in clusters), dtype=np.int64, count=values.size), values)
+    return order, sums * (len(order) / values.size)

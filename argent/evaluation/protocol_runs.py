@@ -57,7 +57,7 @@ from argent.evaluation.encoding import (
     encode_texts,
     similarity_on_cpu,
 )
-from argent.evaluation.items import auc_placements, item_means
+from argent.evaluation.items import auc_placements, cluster_item_values, item_means
 
 __all__ = ["first_n", "first_per_group", "path_id", "run_compositional", "run_hierarcaps", "run_pep", "run_retrieval",
            "run_zeroshot"]
@@ -160,14 +160,13 @@ def run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_
         image_emb, text_emb, caption_image, similarity_on_cpu(model), entry.ks, entry.chunk_size, entry.key_chunk
     )
     metrics = item_means(hits)
-    # Ids: the image's path under image_dir; a caption is "<image id>#<k>", its k-th caption as read.
+    # Ids: the image's path under image_dir. A text query's hit is summed into its image
+    # (cluster_item_values): the captions of one image are no independent draws of the test set.
     image_ids = [path_id(image_paths[i], entry.image_dir) for i in kept]
-    caption_ids, seen = [], [0] * len(kept)
-    for img in caption_image:
-        caption_ids.append(f"{image_ids[img]}#{seen[img]}")
-        seen[img] += 1
+    caption_images = [image_ids[img] for img in caption_image]
     query_ids = [image_ids[i] for i in queried.tolist()]
-    items: Items = {key: (query_ids if key.startswith("i2t") else caption_ids, value.numpy()) for key, value in hits.items()}
+    items: Items = {key: (query_ids, value.numpy()) if key.startswith("i2t")
+                    else cluster_item_values(caption_images, value.numpy()) for key, value in hits.items()}
     counts = {"n_images": len(kept), "n_captions": len(captions), "captions_left_out": dropped_captions}
     return {"metrics": metrics, "counts": counts, "items": items}
 
@@ -226,15 +225,14 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
 def _pep_auc_items(
     samples: list, pairs: pep.PepPairs, phi_pos: np.ndarray, phi_neg: np.ndarray
 ) -> tuple[list[str], np.ndarray]:
-    """The pooled ``auc``'s DeLong placement values (``items.auc_placements``), positives then
-    negatives; their mean is the AUC. Ids: ``pos/<row id>/L<level>`` for (caption level, image)
-    and ``neg/<row id>/<pool position>`` (position in the de-duplicated pool)."""
+    """The pooled ``auc``'s DeLong placement values (``items.auc_placements``) of every positive and
+    negative pair, summed per image row (``items.cluster_item_values``: an image's pairs share it,
+    so the image is the unit the test set draws); their mean is the AUC. Ids: the row id."""
     v_pos, v_neg = auc_placements(pep.entailment_probability(phi_pos), pep.entailment_probability(phi_neg))
-    row_ids = [s.id for s in samples]
-    neg_image, neg_pool = pep.negative_index(pairs, len(samples))
-    ids = [f"pos/{row_ids[i]}/L{k}" for i, k in zip(pairs.pos_image.tolist(), pairs.pos_level.tolist())]
-    ids += [f"neg/{row_ids[i]}/{p}" for i, p in zip(neg_image.tolist(), neg_pool.tolist())]
-    return ids, np.concatenate([v_pos, v_neg])
+    row_ids = [str(s.id) for s in samples]
+    neg_image, _ = pep.negative_index(pairs, len(samples))
+    rows = [row_ids[i] for i in pairs.pos_image.tolist()] + [row_ids[i] for i in neg_image.tolist()]
+    return cluster_item_values(rows, np.concatenate([v_pos, v_neg]))
 
 
 def _radii(model: Any, text_emb: Tensor, batch_size: int) -> Tensor:
