@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from argent.tables.stats import Summary, fmt_summary, mean_ci, paired_differences, t_quantile, verdict
+from argent.tables.stats import Summary, fmt_summary, mean_ci, t_quantile
 
 
 def test_ci_matches_a_hand_computation():
@@ -33,12 +33,6 @@ def test_n1_has_no_interval_and_nulls_are_not_counted():
     assert fmt_summary(mean_ci([1.0, 2.0, 6.0])) == f"3.00 ± {mean_ci([1.0, 2.0, 6.0]).half_width:.2f} (n=3)"
 
 
-def test_pairing_uses_only_seeds_present_on_both_sides():
-    a = {0: 0.9, 1: 0.8, 2: 0.7, 3: None}
-    b = {0: 0.5, 2: 0.6, 3: 0.1, 4: 0.2}
-    assert paired_differences(a, b) == pytest.approx({0: 0.4, 2: 0.1})
-
-
 def test_paired_ci_is_narrower_than_unpaired_when_seeds_share_noise():
     # A seed effect shared by both variants cancels in the per-seed difference.
     a = [0.50, 0.70, 0.90]
@@ -46,19 +40,3 @@ def test_paired_ci_is_narrower_than_unpaired_when_seeds_share_noise():
     paired = mean_ci(x - y for x, y in zip(a, b))
     assert paired.low > 0  # decisive, although the two marginal CIs overlap heavily
     assert mean_ci(a).low < mean_ci(b).high
-
-
-@pytest.mark.parametrize("low, high, sign, expected", [
-    (0.1, 0.3, 1, "reproduced"), (0.1, 0.3, -1, "contradicted"),
-    (-0.3, -0.1, -1, "reproduced"), (-0.3, -0.1, 1, "contradicted"),
-    (-0.1, 0.3, 1, "inconclusive"), (-0.1, 0.3, -1, "inconclusive"),
-])
-def test_verdicts(low, high, sign, expected):
-    mid, half = (low + high) / 2, (high - low) / 2
-    assert verdict(Summary(mid, half, 3), sign) == expected
-
-
-def test_no_interval_is_inconclusive():
-    assert verdict(Summary(5.0, None, 1), 1) == "inconclusive"
-    with pytest.raises(ValueError):
-        verdict(Summary(1.0, 0.1, 3), 0)

@@ -1,19 +1,18 @@
-"""Seed statistics for the tables: mean ± 95 % Student-t half-width, paired differences, verdicts.
+"""Seed statistics of the table cells: mean ± 95 % Student-t half-width over seeds.
 
-How cells, pairing and verdicts are computed is written up in docs/statistics.md.
+How cells are computed is written up in docs/statistics.md; the claims' paired estimates, tests
+and verdicts live in argent/tables/inference.py and claims.py.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Iterable
 
 from scipy import stats as scipy_stats
 
 CONFIDENCE = 0.95
-
-Verdict = Literal["reproduced", "contradicted", "inconclusive"]
 
 
 @dataclass(frozen=True)
@@ -55,24 +54,6 @@ def mean_ci(values: Iterable[float | None], confidence: float = CONFIDENCE) -> S
         return Summary(mean, None, 1)
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1))
     return Summary(mean, t_quantile(n, confidence) * std / math.sqrt(n), n, std)
-
-
-def paired_differences(a: dict[int, float | None], b: dict[int, float | None]) -> dict[int, float]:
-    """Per-seed A − B over the seeds where both sides have a value (seed k pairs with seed k only)."""
-    return {k: a[k] - b[k] for k in sorted(a.keys() & b.keys()) if a[k] is not None and b[k] is not None}
-
-
-def verdict(diff: Summary, expected_sign: int) -> Verdict:
-    """reproduced: the CI of A − B lies wholly on the side the paper reports (``expected_sign`` ±1,
-    in raw metric units); contradicted: wholly on the other side; inconclusive: it covers 0, or
-    there is no CI (n < 2)."""
-    if expected_sign not in (1, -1):
-        raise ValueError(f"expected_sign must be +1 or -1, got {expected_sign}")
-    if diff.low is None or diff.high is None:
-        return "inconclusive"
-    if diff.low > 0 or diff.high < 0:
-        return "reproduced" if (diff.low > 0) == (expected_sign > 0) else "contradicted"
-    return "inconclusive"
 
 
 def fmt_summary(s: Summary, scale: float = 1.0, digits: int = 2, signed: bool = False) -> str:
