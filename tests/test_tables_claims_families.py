@@ -149,3 +149,17 @@ def test_a_pair_of_runs_tested_twice_on_one_metric_is_refused(tmp_path):
     _write_results(results)
     with pytest.raises(ValueError, match=r"claims T2 and T3a test the same runs \(main/argent vs main/hycoclip"):
         run(TablesOptions(_config(path), results))
+
+
+def test_an_evaluation_placed_under_another_runs_folder_is_refused(tmp_path):
+    # argent's evaluation moved under main/hycoclip-tiny would fill the hycoclip row with argent's numbers.
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(CLAIMS))
+    results = tmp_path / "results"
+    _write_results(results)
+    moved = results / "eval" / "main" / "hycoclip-tiny" / "seed1" / "hs_pep.json"
+    moved.write_text(json.dumps({"benchmark": "hs_pep", "variant": "argent", "size": "tiny", "seed": 1,
+                                 "metrics": {"auc": 0.9}}))
+    with pytest.raises(ValueError, match=r"hycoclip-tiny/seed1/hs_pep.json: the evaluation records variant 'argent' "
+                                         r"\(folder: 'hycoclip'\)"):
+        run(TablesOptions(_config(path), results))

@@ -41,12 +41,24 @@ def collect(eval_dir: Path) -> pl.DataFrame:
     for path in sorted(eval_dir.glob("*/*/seed*/*.json")):
         group, variant, size, seed = run_parts(path.parent)
         data = read_json(path)  # a torn or malformed file is an error naming it, before any table is written
+        check_identity(path, data, variant, size, seed)
         for metric, value in flatten(data.get("metrics", {}), sep="/").items():
             if value is None or _is_number(value):
                 number = None if value is None or math.isnan(value) else float(value)
                 rows.append({"group": group, "variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
                              "metric": metric, "value": number})
     return pl.DataFrame(rows, schema=LONG_SCHEMA)
+
+
+def check_identity(path: Path, data: dict[str, Any], variant: str, size: str, seed: int) -> None:
+    """A row is labelled by what the run is, not by where it lies: an evaluation whose own record
+    (variant, size, seed, written by ``argent evaluate``) disagrees with its folder stops the tables."""
+    recorded = {"variant": data.get("variant"), "size": data.get("size"), "seed": data.get("seed")}
+    placed = {"variant": variant, "size": size, "seed": seed}
+    wrong = [f"{k} {recorded[k]!r} (folder: {placed[k]!r})" for k in placed if recorded[k] is not None and recorded[k] != placed[k]]
+    if wrong:
+        raise ValueError(f"{path}: the evaluation records {', '.join(wrong)}; it was moved or copied into another "
+                         f"run's folder. Move it back, or re-run `argent evaluate` on the run this folder names")
 
 
 def _nonzero(counts: Any) -> dict[str, int]:
