@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from argent.cli import EXPECTED_EXIT
 from argent.config import load_workflow_config
 from argent.tables.run import TablesOptions, run
 
@@ -25,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(opts)
     except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"argent tables: {err}") from None
+        print(f"argent tables: {err}", file=sys.stderr)
+        return EXPECTED_EXIT
     for name in ("main", "claims"):
         print(opts.tables_dir.joinpath(f"{name}.md").read_text())
     return 0
