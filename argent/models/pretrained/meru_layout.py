@@ -183,8 +183,11 @@ def adapter_from_state_dict(state: dict[str, Tensor], arch: MeruArch, family: st
     if layout_mismatch(state, expected) is not None:
         fits = _fitting(state)
         check_layout(state, expected, layout_name, where, f"It fits {', '.join(fits)}." if fits else "")
-    model = MeruAdapter(arch, family, layout_name)
-    model.load_state_dict({_RENAME.get(k, k): v for k, v in state.items()}, strict=True)
+    with torch.device("meta"):  # no random init of weights about to be replaced (ViT-L: 367M parameters)
+        model = MeruAdapter(arch, family, layout_name)
+    # float32 like the release's own inference (a half-precision file is widened); the mask stays bool.
+    renamed = {_RENAME.get(k, k): v if v.dtype == torch.bool else v.float() for k, v in state.items()}
+    model.load_state_dict(renamed, strict=True, assign=True)
     return model.eval()
 
 
