@@ -25,7 +25,7 @@ from argent import geometry
 from argent.evaluation.cli import main as evaluate_main
 from argent.evaluation.encoding import encode_pil_images, encode_texts, image_transform
 from argent.models.pretrained import PretrainedError, load_pretrained
-from argent.models.pretrained.base import read_state_dict
+from argent.models.pretrained.base import load_strict, read_state_dict
 from argent.models.pretrained.meru_layout import MERU_ARCHS, adapter_from_state_dict, meru_layout
 from argent.models.pretrained.meru_towers import MeruArch
 from argent.tables.collect import collect
@@ -267,3 +267,73 @@ def test_checkpoint_files_wrapped_prefixed_and_unsafe(tmp_path: Path, monkeypatc
         load_pretrained(f"meru2:{wrapped}", "tiny")
     with pytest.raises(PretrainedError, match=r"arch 'vit_xl' unknown"):
         load_pretrained(f"meru:{wrapped}", "vit_xl")
+
+
+# ---- open_clip: the adapter against open_clip's own forward ----------------------------------------
+def photos() -> list[Image.Image]:
+    gen = torch.Generator().manual_seed(1)
+    return [Image.fromarray((torch.rand(h, w, 3, generator=gen) * 255).to(torch.uint8).numpy())
+            for h, w in ((240, 320), (300, 200))]
+
+
+@pytest.mark.parametrize("arch", ["ViT-S-32-alt", "ViT-S-32"])
+def test_open_clip_adapter_equals_open_clip(arch: str, tmp_path: Path) -> None:
+    open_clip = pytest.importorskip("open_clip")
+    torch.manual_seed(0)
+    ref, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+    ref.eval()
+    path = tmp_path / f"{arch}.pt"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in ref.state_dict().items()}, "epoch": 32}, path)
+    texts = ["a photo of a dog.", "two red squares", ""]
+    images = photos()
+    with torch.no_grad():
+        ref_img = ref.encode_image(torch.stack([preprocess(im) for im in images]), normalize=True)
+        ref_txt = ref.encode_text(open_clip.get_tokenizer(arch)(texts), normalize=True)
+    del ref
+    model = load_pretrained(f"open_clip:{path}", arch)  # a fresh module: every weight comes from the file
+    assert model.geometry == "euclidean" and model.config.context_length == 77
+    # Through the evaluation's own encoding path (its transform, its tokenizer, batches of 1).
+    ours_img = encode_pil_images(model, images, image_transform(model), batch_size=1, project=True)
+    ours_txt = encode_texts(model, texts, batch_size=2)
+    torch.testing.assert_close(ours_img, ref_img, atol=FLOAT32_TOL, rtol=0)
+    torch.testing.assert_close(ours_txt, ref_txt, atol=FLOAT32_TOL, rtol=0)
+    torch.testing.assert_close(model.similarity(ours_img, ours_txt), ref_img @ ref_txt.T, atol=FLOAT32_TOL, rtol=0)
+    assert model.logit_scale().item() == pytest.approx(1 / 0.07, rel=1e-5)
+    # A file that does not fit is refused before anything is copied: the loaded weights stay as they were.
+    state = read_state_dict(path)
+    bad = {**{k: torch.zeros_like(v) for k, v in state.items()}, "text_projection": torch.zeros(3, 3)}
+    with pytest.raises(PretrainedError, match=rf"does not fit layout open_clip:{arch} .*'text_projection' has shape"):
+        load_strict(model.model, bad, model.layout_name, "bad.pt")
+    assert torch.equal(model.model.ln_final.weight, state["ln_final.weight"])
+
+
+# ---- argent evaluate --pretrained ------------------------------------------------------------------
+def test_evaluate_cli_writes_where_the_tables_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setitem(MERU_ARCHS, "tiny", TINY)
+    checkpoint = tmp_path / "hycoclip_tiny.pth"
+    torch.save({"model": random_state(TINY)}, checkpoint)
+    root = tmp_path / "classification"
+    for wnid, colour in (("n001", (220, 20, 20)), ("n002", (20, 20, 220))):
+        (root / wnid).mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (40, 30), colour).save(root / wnid / f"{i}.png")
+    (root / "class_names.tsv").write_text("n001\tred\nn002\tblue\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"benchmarks": {"zs": {"protocol": "zeroshot", "root": str(root)}}}))
+    results = tmp_path / "results"
+    argv = ["--pretrained", f"meru:{checkpoint}", "--arch", "tiny", "--name", "hycoclip-T", "--results",
+            str(results), "--benchmark", "zs", "--config", str(config)]
+    assert evaluate_main(argv) == 0
+    out = results / "eval" / "pretrained" / "hycoclip-T" / "seed0" / "zs.json"
+    data = json.loads(out.read_text())
+    assert data["geometry"] == "lorentz" and data["counts"]["n_items"] == 4
+    assert data["pretrained"]["layout"] == "meru" and data["pretrained"]["curv"] == pytest.approx(0.7)
+    assert data["config_hash"] == f"sha256:{data['pretrained']['sha256']}"
+    rows = collect(results / "eval")
+    assert set(rows["group"]) == {"pretrained"} and set(rows["variant"]) == {"hycoclip"} and set(rows["size"]) == {"T"}
+    # Expected failures: one line each, exit status 2, nothing written.
+    assert evaluate_main(argv[:4] + ["--name", "bad name"] + argv[6:]) == 2
+    assert evaluate_main(["--pretrained", f"meru:{checkpoint}", "--arch", "vit_s"] + argv[4:]) == 2
+    err = capsys.readouterr().err
+    assert "released-model name 'bad name'" in err and "does not fit layout meru:vit_s" in err
