@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from argent import geometry
 from argent.io import ArgentError
+from argent.models.dual_encoder import DualEncoder
 
 Shape = tuple[int, ...]
 Layout = dict[str, Shape]  # state-dict key -> shape, in the checkpoint's own key order
@@ -89,12 +90,9 @@ class PretrainedModel(nn.Module):
     def logit_scale(self) -> Tensor:
         return self.log_logit_scale.float().exp()
 
-    def scalars(self) -> dict[str, float]:
-        a_img, a_txt = self.alphas()
-        out = {"logit_scale": self.logit_scale().item(), "alpha_img": a_img.item(), "alpha_txt": a_txt.item()}
-        if self.geometry == "lorentz":
-            out["curv"] = self.curv().item()
-        return out
+    # A trained run's arithmetic, shared: both read only geometry, curv(), alphas() and logit_scale().
+    scalars = DualEncoder.scalars
+    similarity = DualEncoder.similarity
 
     # ---- the evaluation's interface ----
     def _lift(self, v: Tensor, log_alpha: Tensor | None) -> Tensor:
@@ -119,12 +117,6 @@ class PretrainedModel(nn.Module):
         """(B, L) token ids from ``tokenize`` -> (B, D): lifted, or the projection."""
         v = self.text_features(tokens).float()
         return self.lift_text(v) if project else v
-
-    def similarity(self, x: Tensor, y: Tensor) -> Tensor:
-        """(B1, D), (B2, D) -> (B1, B2): cosine (euclidean) or −d (lorentz); larger is closer."""
-        if self.geometry == "euclidean":
-            return x.float() @ y.float().T
-        return -geometry.pairwise_dist(x.float(), y.float(), self.curv())
 
 
 # ---- reading and checking a checkpoint ----------------------------------------------------------
