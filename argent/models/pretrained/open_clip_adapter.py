@@ -11,7 +11,10 @@ transform. Retrieval uses the same transform (open_clip evaluates retrieval with
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,16 @@ def _open_clip() -> Any:
         return importlib.import_module("open_clip")
     except ImportError:
         raise PretrainedError("the open_clip layout needs open-clip-torch (pip install open-clip-torch)") from None
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    level = logging.root.level
+    logging.root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.root.setLevel(level)
 
 
 def split_preprocess(preprocess: Any) -> tuple[Transform, Tensor, Tensor]:
@@ -66,7 +79,8 @@ class OpenClipAdapter(PretrainedModel):
             raise PretrainedError(f"open_clip architecture {arch!r} unknown; `python -c \"import open_clip; "
                                   f"print(open_clip.list_models())\"` lists them")
         try:
-            model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+            with _quiet_root_logger():  # open_clip warns "no pretrained weights loaded": ours come next
+                model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
             self._tokenizer = open_clip.get_tokenizer(arch)
         except (OSError, RuntimeError, ValueError) as err:  # e.g. a Hugging Face text tower, offline
             raise PretrainedError(f"open_clip could not build {arch!r} offline ({type(err).__name__}: "
