@@ -26,9 +26,11 @@ from argent.evaluation.cli import main as evaluate_main
 from argent.evaluation.encoding import encode_pil_images, encode_texts, image_transform
 from argent.models.pretrained import PretrainedError, load_pretrained
 from argent.models.pretrained.base import load_strict, read_state_dict
+from argent.models.pretrained.entries import available_entries, parse_pretrained_section
 from argent.models.pretrained.meru_layout import MERU_ARCHS, adapter_from_state_dict, meru_layout
 from argent.models.pretrained.meru_towers import MeruArch
 from argent.tables.collect import collect
+from argent.typed import ConfigError
 
 # A tiny configuration in the released layout (the forward checks); the vocabulary and context stay
 # the release's so the real tokenizer's ids fit.
@@ -337,3 +339,26 @@ def test_evaluate_cli_writes_where_the_tables_read(tmp_path: Path, monkeypatch: 
     assert evaluate_main(["--pretrained", f"meru:{checkpoint}", "--arch", "vit_s"] + argv[4:]) == 2
     err = capsys.readouterr().err
     assert "released-model name 'bad name'" in err and "does not fit layout meru:vit_s" in err
+
+
+# ---- the workflow config's pretrained: section --------------------------------------------------------
+def test_pretrained_section_entries_and_their_errors(tmp_path: Path) -> None:
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "hycoclip_vit_s.pth").write_bytes(b"x")
+    raw = {"hycoclip-S": {"layout": "meru", "arch": "vit_s", "path": "ckpt/hycoclip_vit_s.pth", "family": "HyCoCLIP"},
+           "meru-L": {"layout": "meru", "arch": "vit_l", "path": "ckpt/meru_vit_l.pth", "optional": True}}
+    entries = parse_pretrained_section(raw, tmp_path)
+    assert entries["hycoclip-S"].spec == f"meru:{tmp_path / 'ckpt' / 'hycoclip_vit_s.pth'}"
+    kept, skipped = available_entries(entries, ["argent"])
+    assert [e.name for e in kept] == ["hycoclip-S"]
+    assert skipped == [f"skipping optional released model meru-L: {tmp_path / 'ckpt' / 'meru_vit_l.pth'} not found"]
+    with pytest.raises(ConfigError, match=r"pretrained.meru-L.path: .* not found; .*optional: true"):
+        available_entries(parse_pretrained_section({"meru-L": {**raw["meru-L"], "optional": False}}, tmp_path), [])
+    with pytest.raises(ConfigError, match=r"groups.pretrained: the name is reserved"):
+        available_entries(entries, ["pretrained"])
+    for bad, message in [({"hycoclip": raw["hycoclip-S"]}, r"pretrained.hycoclip: released-model name"),
+                         ({"a-S": {"layout": "meru", "arch": "vit_s"}}, r"pretrained.a-S.path: required"),
+                         ({"a-S": {**raw["hycoclip-S"], "layout": "timm"}}, r"pretrained.a-S.layout: 'timm' is not allowed"),
+                         ({"a-S": {**raw["hycoclip-S"], "pth": "x"}}, r"pretrained.a-S: unknown key\(s\) \['pth'\]")]:
+        with pytest.raises(ConfigError, match=message):
+            parse_pretrained_section(bad, tmp_path)
