@@ -30,6 +30,7 @@ from argent.models.pretrained.entries import available_entries, parse_pretrained
 from argent.models.pretrained.meru_layout import MERU_ARCHS, adapter_from_state_dict, meru_layout
 from argent.models.pretrained.meru_towers import MeruArch
 from argent.tables.collect import collect
+from argent.tables.released import released_table
 from argent.typed import ConfigError
 
 # A tiny configuration in the released layout (the forward checks); the vocabulary and context stay
@@ -334,6 +335,10 @@ def test_evaluate_cli_writes_where_the_tables_read(tmp_path: Path, monkeypatch: 
     assert data["config_hash"] == f"sha256:{data['pretrained']['sha256']}"
     rows = collect(results / "eval")
     assert set(rows["group"]) == {"pretrained"} and set(rows["variant"]) == {"hycoclip"} and set(rows["size"]) == {"T"}
+    md, records = released_table(results / "eval", [{"label": "Cls", "benchmark": "zs", "metric": "top1", "scale": 100},
+                                                    {"label": "PEP", "benchmark": "pep", "metric": "auc"}])
+    assert records[0]["model"] == "hycoclip-T" and records[0]["Cls"] == pytest.approx(100 * data["metrics"]["top1"])
+    assert "released, not trained here" in md and "| hycoclip-T | meru:tiny | " in md and "not evaluated |" in md
     # Expected failures: one line each, exit status 2, nothing written.
     assert evaluate_main(argv[:4] + ["--name", "bad name"] + argv[6:]) == 2
     assert evaluate_main(["--pretrained", f"meru:{checkpoint}", "--arch", "vit_s"] + argv[4:]) == 2
