@@ -15,6 +15,7 @@ import json
 import math
 from pathlib import Path
 
+import mlflow
 import pytest
 import torch
 import yaml
@@ -339,6 +340,9 @@ def test_evaluate_cli_writes_where_the_tables_read(tmp_path: Path, monkeypatch: 
                                                     {"label": "PEP", "benchmark": "pep", "metric": "auc"}])
     assert records[0]["model"] == "hycoclip-T" and records[0]["Cls"] == pytest.approx(100 * data["metrics"]["top1"])
     assert "released, not trained here" in md and "| hycoclip-T | meru:tiny | " in md and "not evaluated |" in md
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{results / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("argent").experiment_id], "tags.kind = 'released'")
+    assert [r.data.tags["variant"] for r in runs] == ["hycoclip"] and "eval/zs/top1" in runs[0].data.metrics
     # Expected failures: one line each, exit status 2, nothing written.
     assert evaluate_main(argv[:4] + ["--name", "bad name"] + argv[6:]) == 2
     assert evaluate_main(["--pretrained", f"meru:{checkpoint}", "--arch", "vit_s"] + argv[4:]) == 2

@@ -39,7 +39,8 @@ from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, file_sha256
 from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
 from argent.runs import load_model, pretrained_eval_dir
-from argent.tracking import log_evaluation
+from argent.tracking import log_evaluation, log_released
+from argent.typed import load_workflow_config
 
 __all__ = ["main"]
 
@@ -104,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
             scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
             print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
+    # Onto the training run's MLflow run, or a released model's own; best effort, never raises.
     if args.run:
-        log_evaluation(args.run, written)  # onto the training run's MLflow run; best effort, never raises
+        log_evaluation(args.run, written)
+    elif written:
+        log_released(written, head_base, load_workflow_config(args.config, args.overrides), args.results)
     if failed:
         print(f"argent evaluate: failed: {failed}", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ rule evaluate_pretrained:
         out_dir=lambda w, output: str(Path(output[0]).parent),
         hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
         entry=lambda w: stable_hash(PRETRAINED[w.name]),
+        results=str(RESULTS),
         config=EFFECTIVE_CONFIG,
     benchmark:
         R("benchmarks", "evaluate", "pretrained", "{name}.tsv"),
@@ -49,7 +50,7 @@ rule evaluate_pretrained:
         mem_mb=8000,
     shell:
         "argent evaluate --pretrained {params.spec:q} --arch {params.arch:q} --name {wildcards.name:q}"
-        " --benchmark {params.names:q} --config {params.config:q} --out-dir {params.out_dir:q}"
+        " --benchmark {params.names:q} --config {params.config:q} --out-dir {params.out_dir:q} --results {params.results:q}"
         " --threads {threads:q} > {log:q} 2>&1"
 
 
