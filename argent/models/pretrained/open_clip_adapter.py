@@ -81,7 +81,7 @@ class OpenClipAdapter(PretrainedModel):
         try:
             with _quiet_root_logger():  # open_clip warns "no pretrained weights loaded": ours come next
                 model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
-            self._tokenizer = open_clip.get_tokenizer(arch)
+                self._tokenizer = open_clip.get_tokenizer(arch)
         except (OSError, RuntimeError, ValueError) as err:  # e.g. a Hugging Face text tower, offline
             raise PretrainedError(f"open_clip could not build {arch!r} offline ({type(err).__name__}: "
                                   f"{str(err)[:200]})") from None
