@@ -214,7 +214,8 @@ def test_hand_computed_embedding_and_distance() -> None:
     model = adapter_from_state_dict(state, TINY, "meru", "t")
     with torch.no_grad():
         img, txt = model.encode_image(pixels(1)), model.encode_text(model.tokenize(["anything"]))
-    # α v = (0.6, 0.8): |α v| = 1, √c = 2, so x̃ = sinh(2) (0.6, 0.8) / 2; the text: α v = (0, 0, 0.5), x̃ = sinh(1) · 0.5.
+    # α v = (0.6, 0.8): |α v| = 1, √c = 2, so x̃ = sinh(2) (0.6, 0.8) / 2;
+    # the text: α v = (0, 0, 0.5), √c |α v| = 1, so x̃ = sinh(1) · 0.5.
     expected_img = torch.zeros(1, 16)
     expected_img[0, :2] = torch.tensor([0.6, 0.8]) * math.sinh(2) / 2
     expected_txt = torch.zeros(1, 16)
@@ -228,7 +229,8 @@ def test_hand_computed_embedding_and_distance() -> None:
 # ---- refusals ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("change, message", [
     (lambda s: s.pop("curv"), r"missing key 'curv' \(shape \[\]\)"),
-    (lambda s: s.__setitem__("visual.head.weight", torch.zeros(10, 32)), r"unexpected key 'visual.head.weight' \(shape \[10, 32\]\)"),
+    (lambda s: s.__setitem__("visual.head.weight", torch.zeros(10, 32)),
+     r"unexpected key 'visual.head.weight' \(shape \[10, 32\]\)"),
     (lambda s: s.__setitem__("visual_proj.weight", torch.zeros(32, 16)),
      r"key 'visual_proj.weight' has shape \[32, 16\], the layout expects \[16, 32\]"),
 ])
@@ -367,7 +369,8 @@ def test_pretrained_section_entries_and_their_errors(tmp_path: Path) -> None:
         available_entries(entries, ["pretrained"])
     for bad, message in [({"hycoclip": raw["hycoclip-S"]}, r"pretrained.hycoclip: released-model name"),
                          ({"a-S": {"layout": "meru", "arch": "vit_s"}}, r"pretrained.a-S.path: required"),
-                         ({"a-S": {**raw["hycoclip-S"], "layout": "timm"}}, r"pretrained.a-S.layout: 'timm' is not allowed"),
+                         ({"a-S": {**raw["hycoclip-S"], "layout": "timm"}},
+                          r"pretrained.a-S.layout: 'timm' is not allowed"),
                          ({"a-S": {**raw["hycoclip-S"], "pth": "x"}}, r"pretrained.a-S: unknown key\(s\) \['pth'\]")]:
         with pytest.raises(ConfigError, match=message):
             parse_pretrained_section(bad, tmp_path)

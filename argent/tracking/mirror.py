@@ -30,8 +30,8 @@ from argent.runs import (MLFLOW_RECORD as RUN_RECORD, default_tracking_uri, eval
 from argent.tracking.tags import git_commit, run_tags
 from argent.tracking.tracker import Tracker
 
-__all__ = ["RUN_RECORD", "log_evaluation", "log_released", "log_results", "log_tables_run", "mirror_training", "open_run", "resend",
-           "workflow_hash"]
+__all__ = ["RUN_RECORD", "log_evaluation", "log_released", "log_results", "log_tables_run", "mirror_training", "open_run",
+           "resend", "workflow_hash"]
 
 log = logging.getLogger("argent.tracking")
 

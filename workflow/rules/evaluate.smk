@@ -50,7 +50,8 @@ rule evaluate_pretrained:
         mem_mb=8000,
     shell:
         "argent evaluate --pretrained {params.spec:q} --arch {params.arch:q} --name {wildcards.name:q}"
-        " --benchmark {params.names:q} --config {params.config:q} --out-dir {params.out_dir:q} --results {params.results:q}"
+        " --benchmark {params.names:q} --config {params.config:q} --out-dir {params.out_dir:q}"
+        " --results {params.results:q}"
         " --threads {threads:q} > {log:q} 2>&1"
 
 

@@ -45,7 +45,8 @@ def parse_pretrained_section(raw: Any, base_dir: str | Path | None = None) -> di
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"pretrained: expected a mapping of <family>-<size> names to entries, got {type(raw).__name__}")
+        raise ConfigError(f"pretrained: expected a mapping of <family>-<size> names to entries, "
+                          f"got {type(raw).__name__}")
     out = {}
     for name, body in raw.items():
         where = f"pretrained.{name}"
@@ -68,7 +69,8 @@ def parse_pretrained_section(raw: Any, base_dir: str | Path | None = None) -> di
     return out
 
 
-def available_entries(entries: dict[str, PretrainedEntry], groups: list[str]) -> tuple[list[PretrainedEntry], list[str]]:
+def available_entries(entries: dict[str, PretrainedEntry],
+                      groups: list[str]) -> tuple[list[PretrainedEntry], list[str]]:
     """(entries whose file is there, one line per optional entry skipped). A required entry whose file
     is absent, or an experiment group named like the released models' folder, is a ``ConfigError``."""
     if entries and PRETRAINED_GROUP in groups:
