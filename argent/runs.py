@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from argent.config import ConfigError, ExperimentConfig, experiment_from_resolved
+from argent.config import NAME_RE, SIZE_RE, ConfigError, ExperimentConfig, experiment_from_resolved
 from argent.io import ArgentError
 from argent.models import DualEncoder, build_model
 
@@ -119,6 +119,21 @@ def run_dir(results: str | Path, group: str, variant: str, size: str, seed: int 
 def eval_dir(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
     """Where the workflow writes a run's evaluation JSON (one file per benchmark)."""
     return Path(results) / "eval" / group / run_name(variant, size) / f"seed{seed}"
+
+
+PRETRAINED_GROUP = "pretrained"  # eval/pretrained/<family>-<size>/seed0: a released model, read like a run
+
+
+def pretrained_eval_dir(results: str | Path, name: str) -> Path:
+    """Where a released model's evaluation JSON goes: ``<results>/eval/pretrained/<name>/seed0``.
+
+    ``name`` is ``<family>-<size>`` (``hycoclip-S``, ``openclip_laion2b-B32``) so that the tables read
+    the folder as they read a run's (group ``pretrained``, one "seed": the released weights)."""
+    variant, size = split_run(name)
+    if not NAME_RE.match(variant) or not SIZE_RE.match(size):
+        raise ValueError(f"released-model name {name!r}: expected <family>-<size> (a variant name and a size of "
+                         f"letters and digits), e.g. hycoclip-S or meru-L")
+    return eval_dir(results, PRETRAINED_GROUP, variant, size, 0)
 
 
 def run_parts(seed_folder: Path) -> tuple[str, str, str, int]:

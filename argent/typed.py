@@ -143,7 +143,7 @@ def parse_override(text: str) -> dict[str, Any]:
 WORKFLOW_SECTIONS = (
     "variants_file", "results", "hiershapes", "hiershapes_templates", "runs", "model", "optim", "train",
     "train_by_size", "data", "tracking", "variant", "variant_overrides", "evaluate", "benchmarks", "clean",
-    "negatives", "tune", "probe", "tables", "groups", "cost",
+    "negatives", "tune", "probe", "tables", "groups", "cost", "pretrained",
 )
 """Top-level sections of the workflow config (workflow/schemas/config.schema.yaml: a test keeps the
 two lists equal). Anything else is a typo, and an error."""

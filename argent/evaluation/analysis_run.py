@@ -19,12 +19,11 @@ from torch import Tensor
 from argent import geometry
 from argent.data.formats.grounded import decode_record, iter_records
 from argent.data.formats.hierarcaps import read_hierarcaps
-from argent.data.images import eval_transform
 from argent.data.manifest import check_named_shards
 from argent.data.policy import BadDataPolicy
 from argent.evaluation import analysis
 from argent.evaluation.benchmarks import AnalysisEntry
-from argent.evaluation.encoding import encode_images, encode_pil_images, encode_texts
+from argent.evaluation.encoding import encode_images, encode_pil_images, encode_texts, image_transform
 from argent.evaluation.protocol_runs import first_n
 
 __all__ = ["run_analysis"]
@@ -35,7 +34,7 @@ def run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_pa
     curv = model.curv().item()
     embeddings: dict[str, Tensor] = {}  # lifted (projected) embeddings per item type
     raw_norms: dict[str, Tensor] = {}  # Euclidean: ‖W f‖ before normalisation
-    transform = eval_transform(model.config.image_size)
+    transform = image_transform(model)
 
     def add(kind: str, lifted: Tensor, unprojected: Tensor | None) -> None:
         # Both sources give images: pool them under one item type.
@@ -118,7 +117,7 @@ def _add_grounded(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, add, 
     records = iter_records(entry.shards, min_box_area=entry.min_box_area, policy=policy)
     samples = [s for r in islice(records, entry.limit or None) if (s := decode_record(r, policy)) is not None]
     policy.require_usable(len(samples), entry.shards)
-    transform = eval_transform(model.config.image_size)
+    transform = image_transform(model)
     lorentz = model.geometry == "lorentz"
 
     def pil(images: list) -> tuple[Tensor, Tensor | None]:

@@ -1,8 +1,14 @@
-"""``argent evaluate``: score a trained run on benchmarks of the workflow config.
+"""``argent evaluate``: score a trained run, or a released checkpoint, on benchmarks of the workflow config.
 
     argent evaluate --run results/runs/argent-tiny/seed0 --benchmark hiershapes_zeroshot \\
         --config config/config.yaml --out results/eval/argent-tiny/seed0/hiershapes_zeroshot.json
     argent evaluate --run ... --benchmark a b c --config ... --out-dir results/eval/argent-tiny/seed0
+    argent evaluate --pretrained meru:ckpt/hycoclip_vit_s.pth --arch vit_s --name hycoclip-S \\
+        --benchmark a b c --config ...      # -> results/eval/pretrained/hycoclip-S/seed0/<benchmark>.json
+
+A released checkpoint (``--pretrained <layout>:<path>``, docs/pretrained.md) is read from the local
+file only, strictly and weights-only, and evaluated with its own preprocessing and tokenizer; its
+JSON carries ``pretrained`` (layout, arch, path, sha256) and ``config_hash`` ``sha256:<file hash>``.
 
 Several benchmarks in one call load the model once (the workflow does this: one job per run) and
 write ``<out-dir>/<benchmark>.json`` each; a benchmark that fails does not stop the others, and the
@@ -30,21 +36,32 @@ from argent.data.taxonomy import TaxonomyError
 from argent.evaluation.benchmarks import load_benchmark
 from argent.evaluation.encoding import reuse_image_embeddings
 from argent.evaluation.runner import evaluate
-from argent.io import atomic_write_json
-from argent.runs import load_model
-from argent.tracking import log_evaluation
+from argent.io import atomic_write_json, file_sha256
+from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
+from argent.runs import load_model, pretrained_eval_dir
+from argent.tracking import log_evaluation, log_released
+from argent.typed import load_workflow_config
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="argent evaluate", description=__doc__.split("\n\n")[0])
-    p.add_argument("--run", required=True, type=Path, help="run folder (config.yaml + checkpoint.pt)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", type=Path, help="run folder (config.yaml + checkpoint.pt)")
+    source.add_argument("--pretrained", metavar="LAYOUT:PATH",
+                        help="a released checkpoint: meru:<file> (MERU, HyCoCLIP), meru_clip:<file> (their CLIP "
+                             "baselines) or open_clip:<file> (docs/pretrained.md)")
+    p.add_argument("--arch", help="with --pretrained: vit_s | vit_b | vit_l (meru layouts), an open_clip model name")
+    p.add_argument("--name", help="with --pretrained: the row name <family>-<size>, e.g. hycoclip-S "
+                                  "(default: <file stem>-<arch>, letters and digits only)")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="with --pretrained and no --out/--out-dir: write to <results>/eval/pretrained/<name>/seed0")
     p.add_argument("--benchmark", required=True, nargs="+", help="name(s) of entries under 'benchmarks:' in --config")
     p.add_argument("--config", required=True, type=Path, help="workflow config YAML holding the benchmarks section")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. benchmarks.hs_zeroshot.batch_size=64 (repeatable)")
-    out = p.add_mutually_exclusive_group(required=True)
+    out = p.add_mutually_exclusive_group()
     out.add_argument("--out", type=Path, help="result JSON for a single benchmark (written atomically)")
     out.add_argument("--out-dir", type=Path, help="folder for <benchmark>.json, one per benchmark")
     p.add_argument("--device", default="cpu", help="torch device for encoding and scoring (default: cpu)")
@@ -65,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         entries = {name: load_benchmark(args.config, name, args.base_dir, args.overrides) for name in args.benchmark}
-        model, cfg = load_model(args.run, device=args.device)
-    except (ConfigError, FileNotFoundError) as err:
+        model, head_base, out_dir = _load(args)
+    except (ConfigError, FileNotFoundError, PretrainedError, ValueError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
     failed, written = [], []
     with reuse_image_embeddings():  # one checkpoint: each image set is embedded once, reused by every protocol
         for name, entry in entries.items():
-            out_path = args.out or args.out_dir / f"{name}.json"
+            out_path = args.out or out_dir / f"{name}.json"
             try:
                 result = evaluate(model, name, entry, out_path=out_path)
             except Exception as err:  # noqa: BLE001 - one benchmark's failure must not stop the others
@@ -82,18 +99,49 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"argent evaluate: {name}: {explain(err) or err}", file=sys.stderr)
                 failed.append(name)
                 continue
-            head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), "run": str(args.run),
-                    "config_hash": cfg.result_hash(), "variant": cfg.variant_name, "size": cfg.size, "seed": cfg.seed}
+            head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), **head_base}
             atomic_write_json(out_path, {**head, **result})  # a reader sees the old file or the new one
             written.append(out_path)
             scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
             print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
-    log_evaluation(args.run, written)  # onto the training run's MLflow run; best effort, never raises
+    # Onto the training run's MLflow run, or a released model's own; best effort, never raises.
+    if args.run:
+        log_evaluation(args.run, written)
+    elif written:
+        log_released(written, head_base, load_workflow_config(args.config, args.overrides), args.results)
     if failed:
         print(f"argent evaluate: failed: {failed}", file=sys.stderr)
         return 2
     return 0
+
+
+def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]:
+    """(model, the JSON head fields of its source, the output folder) for --run or --pretrained."""
+    if args.run:
+        if args.arch or args.name:
+            raise ValueError("--arch and --name go with --pretrained, not --run")
+        if not (args.out or args.out_dir):
+            raise ValueError("--run needs --out or --out-dir")
+        model, cfg = load_model(args.run, device=args.device)
+        head = {"run": str(args.run), "config_hash": cfg.result_hash(), "variant": cfg.variant_name,
+                "size": cfg.size, "seed": cfg.seed}
+        return model, head, args.out_dir
+    layout, path = parse_spec(args.pretrained)
+    name = args.name or f"{_alnum(path.stem)}-{_alnum(args.arch or '')}"
+    default_dir = pretrained_eval_dir(args.results, name)  # checks the name, before the (slow) load
+    out_dir = args.out_dir or (None if args.out else default_dir)
+    model = load_pretrained(args.pretrained, args.arch, device=args.device)
+    sha = file_sha256(path)
+    variant, _, size = name.rpartition("-")
+    head = {"run": args.pretrained, "config_hash": f"sha256:{sha}", "variant": variant, "size": size, "seed": 0,
+            "pretrained": {"layout": layout, "arch": args.arch, "path": str(path), "sha256": sha,
+                           "note": "released, not trained here", **model.scalars()}}
+    return model, head, out_dir
+
+
+def _alnum(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalnum())
 
 
 if __name__ == "__main__":

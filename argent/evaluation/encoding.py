@@ -5,7 +5,10 @@ and the probe encode through here. ``reuse_image_embeddings`` lets the protocols
 ``argent evaluate`` call share the embeddings of an image list they all read.
 
 Model API used (the project contract): ``encode_image``, ``encode_text`` (``project=False`` for
-prompt averaging), ``similarity``, ``config.embed_dim``, ``config.context_length``.
+prompt averaging), ``similarity``, ``config.embed_dim``, ``config.context_length``. A released model
+(``argent.models.pretrained``) brings its own preprocessing and tokenizer (``image_transform(kind)``,
+``tokenize(texts)``); ``image_transform`` and ``tokenize_for`` use them when the model has them, and
+argent's own (hiershapes-trained runs) otherwise.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from argent.data.images import load_image
+from argent.data.images import Transform, eval_transform, load_image, squeeze_transform
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.models.tokenizer import tokenize
 
-__all__ = ["ImageEmbeddingMemo", "device_of", "encode_images", "encode_pil_images", "encode_texts",
-           "reuse_image_embeddings", "similarity_on_cpu"]
+__all__ = ["ImageEmbeddingMemo", "device_of", "encode_images", "encode_pil_images", "encode_texts", "image_transform",
+           "reuse_image_embeddings", "similarity_on_cpu", "tokenize_for"]
 
 
 class _ImageFiles(torch.utils.data.Dataset):
@@ -50,6 +53,27 @@ def _collate(batch: list) -> list:
 
 def device_of(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
+
+
+def image_transform(model: Any, kind: str = "eval") -> Transform:
+    """The model's image transform to pixels in [0, 1]: ``eval`` (resize the shorter side, centre crop)
+    or ``squeeze`` (resize to S×S, retrieval). A released model's own (its resize, crop and
+    interpolation); argent's for a trained run."""
+    if kind not in ("eval", "squeeze"):
+        raise ValueError(f"image transform kind {kind!r}: expected 'eval' or 'squeeze'")
+    own = getattr(model, "image_transform", None)
+    if callable(own):
+        return own(kind)
+    make = squeeze_transform if kind == "squeeze" else eval_transform
+    return make(model.config.image_size)
+
+
+def tokenize_for(model: Any, texts: Sequence[str]) -> Tensor:
+    """Token ids (N, L) for ``model``: a released model's own tokenizer, else argent's at the model's context length."""
+    own = getattr(model, "tokenize", None)
+    if callable(own):
+        return own(list(texts))
+    return tokenize(list(texts), model.config.context_length)
 
 
 @dataclasses.dataclass
@@ -136,7 +160,7 @@ def encode_texts(model: Any, texts: Sequence[str], batch_size: int, project: boo
     device = device_of(model)
     out = []
     for s in range(0, len(texts), batch_size):
-        tokens = tokenize(list(texts[s : s + batch_size]), model.config.context_length).to(device)
+        tokens = tokenize_for(model, texts[s : s + batch_size]).to(device)
         out.append(model.encode_text(tokens, project=project).float().cpu())
     return torch.cat(out) if out else torch.empty(0, model.config.embed_dim)
 

@@ -12,7 +12,8 @@ benchmark and the real data sets share this code path. The embedding analysis ha
 (``analysis_run``).
 
 Model API used (the project contract, beside ``argent.evaluation.encoding``'s): ``lift_text``,
-``curv``, ``geometry``, ``config.image_size``.
+``curv``, ``geometry``, and the image transform ``encoding.image_transform`` picks (a released
+model's own, argent's at ``config.image_size`` otherwise).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from argent.data.formats import coco_karpathy
 from argent.data.formats.hierarcaps import read_hierarcaps
 from argent.data.formats.imagefolder import read_image_folder
 from argent.data.formats.sugarcrepe import read_sugarcrepe
-from argent.data.images import eval_transform, squeeze_transform
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.taxonomy import Taxonomy
 from argent.evaluation import (
@@ -55,6 +55,7 @@ from argent.evaluation.encoding import (
     device_of,
     encode_images,
     encode_texts,
+    image_transform,
     similarity_on_cpu,
 )
 from argent.evaluation.items import auc_placements, cluster_item_values, item_means
@@ -116,7 +117,7 @@ def run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_pa
     with torch.no_grad():
         prototypes = model.lift_text(averaged.to(device_of(model))).float().cpu()
     image_emb, kept = encode_images(
-        model, [p for p, _ in samples], eval_transform(model.config.image_size), entry.batch_size, policy, entry.num_workers
+        model, [p for p, _ in samples], image_transform(model), entry.batch_size, policy, entry.num_workers
     )
     policy.require_usable(len(kept), entry.root)
     labels = np.array([samples[i][1] for i in kept])
@@ -144,7 +145,7 @@ def run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_
         data = coco_karpathy.read_coco_captions(entry.annotations, entry.image_dir, policy=policy)
     image_paths = first_n(list(data.image_paths), entry.limit)
     image_emb, kept = encode_images(
-        model, image_paths, squeeze_transform(model.config.image_size), entry.batch_size, policy, entry.num_workers
+        model, image_paths, image_transform(model, "squeeze"), entry.batch_size, policy, entry.num_workers
     )
     policy.require_usable(len(kept), entry.annotations)
     new_index = {old: new for new, old in enumerate(kept)}
@@ -202,7 +203,7 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
     samples = first_n(read_hierarcaps(csv_path, entry.image_dir, policy=policy), entry.limit)
     policy.require_usable(len(samples), csv_path)
     image_emb, kept = encode_images(
-        model, [s.image_path for s in samples], eval_transform(model.config.image_size), entry.batch_size, policy, entry.num_workers
+        model, [s.image_path for s in samples], image_transform(model), entry.batch_size, policy, entry.num_workers
     )
     policy.require_usable(len(kept), csv_path)
     samples = [samples[i] for i in kept]
@@ -252,7 +253,7 @@ def run_hierarcaps(model: Any, entry: HierarCapsEntry, policy: BadDataPolicy, ou
         by_image.setdefault(s.image_id, []).append(s)
     images = list(by_image)
     image_emb, kept = encode_images(
-        model, [by_image[i][0].image_path for i in images], eval_transform(model.config.image_size),
+        model, [by_image[i][0].image_path for i in images], image_transform(model),
         entry.batch_size, policy, entry.num_workers,
     )
     policy.require_usable(len(kept), entry.hierarcaps_csv)
@@ -289,7 +290,7 @@ def run_compositional(model: Any, entry: CompositionalEntry, policy: BadDataPoli
     policy.require_usable(len(items), entry.json_dir)
     paths = list(dict.fromkeys(it.image_path for it in items))
     image_emb, kept = encode_images(
-        model, paths, eval_transform(model.config.image_size), entry.batch_size, policy, entry.num_workers
+        model, paths, image_transform(model), entry.batch_size, policy, entry.num_workers
     )
     row_of = {paths[i]: r for r, i in enumerate(kept)}
     usable = [it for it in items if it.image_path in row_of]

@@ -19,11 +19,10 @@ from torch import nn
 
 from argent.data.formats.imagefolder import read_image_folder
 from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
-from argent.data.images import eval_transform
 from argent.data.policy import BadDataPolicy, mark_partial
 from argent.data.taxonomy import Taxonomy
 from argent.runs import load_model
-from argent.evaluation.encoding import encode_images, encode_texts
+from argent.evaluation.encoding import encode_images, encode_texts, image_transform
 from argent.io import atomic_write_json
 from argent.probe.conditions import ProbeEmbeddings, run_probe
 from argent.probe.config import ProbeOptions, ProbeSection
@@ -123,7 +122,7 @@ def probe_model(
     texts = [question_text(concept_names[c]) for c in hierarchy.concepts]
     with _frozen(model):
         features, kept = encode_images(
-            model, data.paths, eval_transform(model.config.image_size), cfg.encode_batch_size, policy,
+            model, data.paths, image_transform(model), cfg.encode_batch_size, policy,
             project=cfg.image_features == "lifted",
         )
         policy.require_usable(len(kept), str(data_root))

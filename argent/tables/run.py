@@ -1,7 +1,8 @@
 """``run(options)``: every table and figure of one results folder.
 
 Writes under ``<results>/tables``: main.{md,csv}, ablations.{md,csv}, claims.{md,csv},
-mechanism.{md,csv}, probe.{md,csv} (when the probe ran), plus whatever the writers in
+mechanism.{md,csv}, probe.{md,csv} (when the probe ran), released.{md,csv} (when released models
+were evaluated: ``argent evaluate --pretrained``), plus whatever the writers in
 ``EXTRA_WRITERS`` produce; figures under ``<results>/figures``.
 """
 
@@ -28,6 +29,7 @@ from argent.tables.figures import copy_run_figures, training_curves
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
 from argent.tables.paper import TableInput, ablation_table, main_table
 from argent.tables.probe import probe_table
+from argent.tables.released import released_table
 
 
 @dataclass
@@ -141,6 +143,9 @@ def run(opts: TablesOptions) -> list[Path]:
     tables["mechanism"] = (mechanism_markdown(mech), mech)
     if any((results / "probe").glob("*/*/seed*.json")):
         tables["probe"] = probe_table(results / "probe")
+    released = released_table(results / "eval", spec["main"]["columns"])
+    if released is not None:
+        tables["released"] = released
     for name, (md, records) in tables.items():
         _write(opts, name, md, records)
 

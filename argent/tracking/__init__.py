@@ -9,7 +9,8 @@ switched off for the rest of the job, and training (or evaluation) goes on. What
 - its evaluations, on the same MLflow run (``log_evaluation``): ``eval/<benchmark>/<metric>``
   metrics, counts and the evaluation-entry hash as tags, the result JSON and its figures as
   artifacts under ``eval/<benchmark>/``; re-evaluating replaces the values, never duplicates;
-- the tables and figures of a workflow invocation: one ``tables`` run (``log_tables_run``).
+- the tables and figures of a workflow invocation: one ``tables`` run (``log_tables_run``);
+- a released model's evaluations: one ``released`` run (``log_released``).
 
 ``argent track --run DIR`` re-sends a run folder (config, metrics, evaluation results) later; it is
 idempotent. See docs/mlflow.md for how to compare runs in ``mlflow ui``.
@@ -20,12 +21,12 @@ the tables send), ``tags`` (metric keys and the tags that identify runs and resu
 package's public API.
 """
 
-from argent.tracking.mirror import (RUN_RECORD, log_evaluation, log_results, log_tables_run, mirror_training,
-                                    open_run, resend, workflow_hash)
+from argent.tracking.mirror import (RUN_RECORD, log_evaluation, log_released, log_results, log_tables_run,
+                                    mirror_training, open_run, resend, workflow_hash)
 from argent.tracking.tags import (EVAL_PREFIX, catalogue_tags, git_commit, metric_key, result_tags, run_tags,
                                   variant_tags)
 from argent.tracking.tracker import Tracker
 
-__all__ = ["EVAL_PREFIX", "RUN_RECORD", "Tracker", "catalogue_tags", "git_commit", "log_evaluation", "log_results",
-           "log_tables_run", "metric_key", "mirror_training", "open_run", "resend", "result_tags", "run_tags",
+__all__ = ["EVAL_PREFIX", "RUN_RECORD", "Tracker", "catalogue_tags", "git_commit", "log_evaluation", "log_released",
+           "log_results", "log_tables_run", "metric_key", "mirror_training", "open_run", "resend", "result_tags", "run_tags",
            "variant_tags", "workflow_hash"]

@@ -7,6 +7,8 @@
   metrics, counts and the evaluation-entry hash as tags, the result JSON and its figures as
   artifacts under ``eval/<benchmark>/``; re-evaluating replaces the values, never duplicates;
 - the tables and figures of a workflow invocation: one ``tables`` run (``log_tables_run``);
+- a released model's evaluations (``argent evaluate --pretrained``): one ``released`` run per model
+  name and checkpoint hash (``log_released``);
 - ``resend``: all of a run folder again (``argent track``); idempotent.
 """
 
@@ -28,8 +30,8 @@ from argent.runs import (MLFLOW_RECORD as RUN_RECORD, default_tracking_uri, eval
 from argent.tracking.tags import git_commit, run_tags
 from argent.tracking.tracker import Tracker
 
-__all__ = ["RUN_RECORD", "log_evaluation", "log_results", "log_tables_run", "mirror_training", "open_run", "resend",
-           "workflow_hash"]
+__all__ = ["RUN_RECORD", "log_evaluation", "log_released", "log_results", "log_tables_run", "mirror_training", "open_run",
+           "resend", "workflow_hash"]
 
 log = logging.getLogger("argent.tracking")
 
@@ -103,6 +105,25 @@ def log_tables_run(tables_dir: Path, figures_dir: Path | None, workflow_cfg: dic
             tracker.log_artifact(path, "figures/runs")
     for path in extra_files:
         tracker.log_artifact(Path(path), "figures")
+    tracker.finish()
+    return tracker.enabled
+
+
+def log_released(files: Iterable[Path], head: dict[str, Any], workflow_cfg: dict[str, Any], results_dir: Path) -> bool:
+    """A released model's evaluation JSON on its own MLflow run (kind=released; the same name and file hash:
+    the same run, refreshed), tagged like a training run so the UI lists it beside them. Never raises."""
+    tracking = workflow_cfg.get("tracking") or {}
+    if not tracking.get("enabled", True):
+        return False
+    source = head.get("pretrained") or {}
+    name = f"{head['variant']}-{head['size']}"
+    tags = {"argent_run_id": f"released:{name}:{head['config_hash']}", "kind": "released", "variant": head["variant"],
+            "size": head["size"], "seed": str(head["seed"]), "config_hash": head["config_hash"],
+            "layout": str(source.get("layout", "")), "arch": str(source.get("arch", "")), "git_commit": git_commit()}
+    uri = tracking.get("uri") or results_tracking_uri(results_dir)
+    tracker = Tracker(uri, tracking.get("experiment", "argent"), f"{name}-released", tags)
+    tracker.log_params({"pretrained": source})
+    log_results(tracker, files)
     tracker.finish()
     return tracker.enabled
 

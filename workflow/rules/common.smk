@@ -15,7 +15,8 @@ from argent.config import ConfigError, check_name, experiment_from_dict
 from argent.io import file_sha256
 from argent.plan.cost import cost_line
 from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, uses_negatives
-from argent.runs import eval_dir as runs_eval_dir, run_dir as runs_run_dir
+from argent.models.pretrained.entries import available_entries, parse_pretrained_section
+from argent.runs import eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
 
 ROOT = Path(workflow.basedir)
 RESULTS = Path(config["results"])
@@ -87,6 +88,17 @@ for _name, _path in GROUP_CONFIG.items():
         yaml.safe_dump({**PLAN.configs[_name], "variants_file": str(ROOT / config["variants_file"])}, sort_keys=True),
     )
 print(cost_line(config, PLAN, ROOT), file=sys.stderr)
+
+# Released checkpoints evaluated like runs (``pretrained:``, docs/pretrained.md); an optional entry
+# whose file is absent is skipped with one line.
+try:
+    PRETRAINED, _skipped_pretrained = available_entries(
+        parse_pretrained_section(config.get("pretrained"), ROOT), list(PLAN.groups))
+except ConfigError as err:
+    raise ValueError(str(err)) from None
+PRETRAINED = {e.name: e for e in PRETRAINED}
+for _line in _skipped_pretrained:
+    print(_line, file=sys.stderr)
 
 
 def group_cfg(group):
@@ -191,7 +203,18 @@ def skipped_benchmarks():
 
 def benchmark_inputs(wildcards):
     """The run, and whatever this DAG makes that the run's benchmarks read."""
-    inputs = [str(Path(run_dir(wildcards.group, wildcards.variant, wildcards.size, wildcards.seed)) / "summary.json")]
+    run = str(Path(run_dir(wildcards.group, wildcards.variant, wildcards.size, wildcards.seed)) / "summary.json")
+    return sorted({run, *benchmark_data_inputs()})
+
+
+def pretrained_inputs(wildcards):
+    """A released model's file and whatever this DAG makes that the benchmarks read."""
+    return [PRETRAINED[wildcards.name].path, *benchmark_data_inputs()]
+
+
+def benchmark_data_inputs():
+    """Whatever this DAG makes that the configured benchmarks read."""
+    inputs = []
     for name in benchmarks():
         entry = config["benchmarks"][name]
         if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
@@ -208,6 +231,10 @@ def eval_targets():
         for k in run_keys()
         for b in benchmarks()
     ]
+
+
+def pretrained_eval_targets():
+    return [str(pretrained_eval_dir(RESULTS, name) / f"{b}.json") for name in PRETRAINED for b in benchmarks()]
 
 
 # ---- negatives ----------------------------------------------------------------------------------

@@ -23,3 +23,37 @@ rule evaluate:
     shell:
         "argent evaluate --run {params.run_dir:q} --benchmark {params.names:q} --config {params.config:q}"
         " --out-dir {params.out_dir:q} --threads {threads:q} > {log:q} 2>&1"
+
+
+# A released checkpoint (the config's ``pretrained:`` entries, docs/pretrained.md): the same benchmarks,
+# its own preprocessing and tokenizer, into eval/pretrained/<name>/seed0. The name is the row.
+rule evaluate_pretrained:
+    input:
+        pretrained_inputs,
+    output:
+        [R("eval", "pretrained", "{name}", "seed0", f"{b}.json") for b in benchmarks()],
+    params:
+        spec=lambda w: PRETRAINED[w.name].spec,
+        arch=lambda w: PRETRAINED[w.name].arch,
+        names=benchmarks(),
+        out_dir=lambda w, output: str(Path(output[0]).parent),
+        hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
+        entry=lambda w: stable_hash(PRETRAINED[w.name]),
+        results=str(RESULTS),
+        config=EFFECTIVE_CONFIG,
+    benchmark:
+        R("benchmarks", "evaluate", "pretrained", "{name}.tsv"),
+    log:
+        R("logs", "evaluate", "pretrained", "{name}.log"),
+    threads: config["evaluate"].get("threads", 1)
+    resources:
+        mem_mb=8000,
+    shell:
+        "argent evaluate --pretrained {params.spec:q} --arch {params.arch:q} --name {wildcards.name:q}"
+        " --benchmark {params.names:q} --config {params.config:q} --out-dir {params.out_dir:q}"
+        " --results {params.results:q}"
+        " --threads {threads:q} > {log:q} 2>&1"
+
+
+# eval/pretrained/<name>/seed0 also fits the run pattern (group "pretrained", a reserved group name).
+ruleorder: evaluate_pretrained > evaluate

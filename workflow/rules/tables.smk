@@ -5,6 +5,7 @@
 rule tables:
     input:
         evals=eval_targets(),
+        released=pretrained_eval_targets(),
         runs=summaries(),
         extra=table_extras(),
         claims=(config["tables"].get("claims") or {}).get("file", "config/claims.yaml"),

@@ -1,0 +1,51 @@
+"""Released checkpoints as evaluation models (issue 28; docs/pretrained.md).
+
+``load_pretrained("meru:/ckpt/hycoclip_vit_s.pth", "vit_s")`` -> an adapter with the interface the
+evaluation uses on a trained run (``argent.models.pretrained.base``). Layouts:
+
+- ``meru``: MERU / HyCoCLIP (hyperbolic), ``--arch vit_s | vit_b | vit_l``;
+- ``meru_clip``: the CLIP baselines released with MERU / HyCoCLIP (Euclidean), same archs;
+- ``open_clip``: any open_clip architecture name (``ViT-B-32``, ``RN50``, ...), Euclidean.
+
+Nothing is downloaded: the path is a local file, read with ``weights_only=True`` and refused unless
+its keys and shapes fit the declared layout exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from argent.models.pretrained.base import PretrainedConfig, PretrainedError, PretrainedModel
+from argent.models.pretrained.meru_layout import MERU_ARCHS, load_meru
+from argent.models.pretrained.open_clip_adapter import load_open_clip
+
+__all__ = ["LAYOUTS", "PretrainedConfig", "PretrainedError", "PretrainedModel", "load_pretrained", "parse_spec"]
+
+LAYOUTS = {
+    "meru": "MERU / HyCoCLIP checkpoint (hyperbolic); --arch " + " | ".join(MERU_ARCHS),
+    "meru_clip": "CLIP baseline of MERU / HyCoCLIP (Euclidean); --arch " + " | ".join(MERU_ARCHS),
+    "open_clip": "open_clip model; --arch an open_clip architecture name (e.g. ViT-B-32)",
+}
+
+
+def parse_spec(spec: str) -> tuple[str, Path]:
+    """``<layout>:<path>`` -> (layout, path)."""
+    layout, sep, path = spec.partition(":")
+    if not sep or not path or layout not in LAYOUTS:
+        known = "; ".join(f"{k}: {v}" for k, v in LAYOUTS.items())
+        raise PretrainedError(f"--pretrained {spec!r}: expected <layout>:<path> with layout one of: {known}")
+    return layout, Path(path)
+
+
+def load_pretrained(spec: str, arch: str | None, device: str | torch.device = "cpu") -> PretrainedModel:
+    """The adapter for ``<layout>:<path>`` and architecture ``arch``, in eval mode on ``device``."""
+    layout, path = parse_spec(spec)
+    if not arch:
+        raise PretrainedError(f"--pretrained {spec}: name the architecture with --arch ({LAYOUTS[layout]})")
+    if layout == "open_clip":
+        model: PretrainedModel = load_open_clip(path, arch)
+    else:
+        model = load_meru(path, arch, family="meru" if layout == "meru" else "clip")
+    return model.to(device).eval()
