@@ -34,10 +34,10 @@ def provenance(device: str | torch.device = "cpu") -> dict[str, Any]:
     dev = torch.device(device)
     on_cuda = dev.type == "cuda" and torch.cuda.is_available()
     record: dict[str, Any] = {
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": str(torch.__version__),  # a str subclass, which weights_only loading refuses
+        "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
         "gpu": torch.cuda.get_device_name(dev) if on_cuda else "",
-        "cuda": (torch.version.cuda or "") if on_cuda else "",
+        "cuda": str(torch.version.cuda or "") if on_cuda else "",
         "blas": blas_info(),
         "threads": torch.get_num_threads(),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
