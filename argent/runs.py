@@ -277,7 +277,7 @@ def check_hash(path: Path, state: dict[str, Any], expected: str, config_path: Pa
     raise CheckpointError(
         f"{path}: made with config hash {found}, but {config_path} hashes to {expected}; the weights belong "
         f"to another config. Retrain the run (argent train --out {path.parent}), or restore the matching "
-        f"{config_path.name}. If only argent was upgraded since the run was trained: {restamp}.")
+        f"{config_path.name}.")
 
 
 def require_device(device: str | torch.device) -> None:
@@ -370,10 +370,13 @@ def _decide_resume(run: RunFolder, resume: str, config_hash: str, device: torch.
         if resume == "auto":
             log.info("%s: checkpoint config differs from the current config; training from scratch", run.checkpoint)
             return None
+        legacy = (f" It carries a hash of before run identity v{IDENTITY_VERSION}: if the config is the same, "
+                  f"re-stamp it first (argent restamp --run {run.root} --config <the workflow config>)."
+                  if stamped_version(state, run.config) == 0 else "")
         raise ResumeMismatch(
             f"{run.checkpoint}: made with config hash {state.get('config_hash')}, the config now hashes to "
             f"{config_hash}; a setting that changes the result differs. Diff {run.config} against your "
-            f"config, or train into a new folder."
+            f"config, or train into a new folder.{legacy}"
         )
     return state
 
