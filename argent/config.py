@@ -8,13 +8,12 @@ mistyped keys fail with the key's full path and the allowed values; nothing is s
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from argent.identity import identity_hash, identity_of
 from argent.typed import (  # noqa: F401  (re-exported: argent.config is every stage's config API)
     WORKFLOW_SECTIONS,
     ConfigError,
@@ -260,15 +259,25 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def identity(self) -> dict[str, Any]:
+        """The values that change the result and differ from their pinned default (argent/identity.py)."""
+        return identity_of(self)
+
     def result_hash(self) -> str:
-        """Hash of everything that changes the result (not logging, checkpointing or tracking)."""
-        d = self.to_dict()
-        for key in ("log_every", "diagnostics_every", "checkpoint_every", "num_workers"):
-            d["train"].pop(key)
-        d.pop("tracking")
-        d["data"].pop("image_cache")  # same batches with or without it (tests/test_data_cache.py)
-        d["variant"].pop("description")
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+        """The run's identity hash: pure, documented in argent/identity.py; outside it are logging,
+        checkpointing, loader workers, the image cache, tracking and descriptions."""
+        return identity_hash(self.identity(), IDENTITY_VERSION)
+
+
+IDENTITY_VERSION = 1
+"""Version of the run identity (``ExperimentConfig.result_hash``; checkpoints record it). Bump it by
+one only when the *meaning* of a value changes while the value stays the same (the code changes what
+a default does: a loss formula fixed, a data order changed). Not for a new field (a neutral default
+changes no hash) nor a changed default value (the pinned defaults,
+argent/resources/identity_defaults.json, make exactly the runs that take it change hash). A bump
+changes every hash: the workflow retrains every run and ``argent restamp`` refuses runs of an older
+version (only the legacy stamp, version 0, is carried over). Say in the commit why; re-pin the
+defaults (delete the pin file, run scripts/pin_identity_defaults.py) only together with a bump."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,11 +7,14 @@ A workflow's results folder holds ``runs/<group>/<variant>-<size>/seed<k>/``, on
 - ``metrics.jsonl``: every logged number, one JSON record per line (a torn last line, left by a
   killed writer, is dropped with a warning);
 - ``checkpoint.pt``: model, optimiser, scheduler, step, RNG states and the config hash (atomic);
+- ``provenance.json``: what the run ran on (torch, CPU capability, GPU, BLAS, threads, determinism),
+  outside its identity: numbers reproduce bit for bit only on the same hardware class;
 - ``summary.json``: written last; its presence means the run finished.
 
 A fresh run is staged in ``.staging/`` inside the folder until its first checkpoint exists, so a
 re-run that fails early never leaves a finished run's files beside a new config (see
-docs/reliability.md). Every loader checks the checkpoint's config hash against ``config.yaml``.
+docs/reliability.md). Every loader checks the checkpoint's config hash against ``config.yaml``; a
+checkpoint stamped before the current run identity is named with its fix (``argent restamp``).
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from argent.config import NAME_RE, SIZE_RE, ConfigError, ExperimentConfig, experiment_from_resolved
-from argent.io import ArgentError
+from argent.config import IDENTITY_VERSION, NAME_RE, SIZE_RE, ConfigError, ExperimentConfig, experiment_from_resolved
+from argent.identity import legacy_hash
+from argent.io import ArgentError, atomic_write_json, read_json
 from argent.models import DualEncoder, build_model
 
 log = logging.getLogger("argent.runs")
@@ -42,9 +46,10 @@ CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
 CHECKPOINT = "checkpoint.pt"
 SUMMARY = "summary.json"
+PROVENANCE = "provenance.json"
 CURVES = "curves.png"
 STAGING = ".staging"
-MLFLOW_RECORD = "mlflow_run.json"  # which MLflow run mirrors the folder (argent/tracking.py)
+MLFLOW_RECORD = "mlflow_run.json"  # which MLflow run mirrors the folder (argent/tracking/)
 
 
 class CheckpointError(ArgentError):
@@ -87,12 +92,16 @@ class RunFolder:
         return self.root / CURVES
 
     @property
+    def provenance(self) -> Path:
+        return self.root / PROVENANCE
+
+    @property
     def staging(self) -> RunFolder:
         return RunFolder(self.root / STAGING)
 
     def stale_temp_files(self) -> list[Path]:
         """Temp files ``argent.io.atomic_output`` leaves when its writer is killed mid-write."""
-        names = (CONFIG, METRICS, CHECKPOINT, SUMMARY, CURVES)
+        names = (CONFIG, METRICS, CHECKPOINT, SUMMARY, CURVES, PROVENANCE)
         return sorted(p for name in names for p in self.root.glob(f".{Path(name).stem}.*{Path(name).suffix}")
                       if p.is_file())
 
@@ -166,6 +175,32 @@ def eval_dir_of(run_dir: str | Path) -> Path:
     return RunFolder(run_dir).results_root() / "eval" / run_dir.parent.parent.name / run_dir.parent.name / run_dir.name
 
 
+def write_provenance(run: RunFolder, record: dict[str, Any]) -> None:
+    """What the run ran on (argent/engine/provenance.py), beside its identity, atomically."""
+    atomic_write_json(run.provenance, record)
+
+
+def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
+    """A run's ``provenance.json``, or None for a run trained before runs recorded it."""
+    path = RunFolder(Path(run_dir)).provenance
+    return read_json(path) if path.is_file() else None
+
+
+def hardware_class(record: dict[str, Any] | None) -> str:
+    """What decides bit-for-bit equality of a run's numbers: CPU kernels, GPU and torch version."""
+    if not record:
+        return "not recorded"
+    gpu = record.get("gpu") or "no GPU"
+    return f"CPU {record.get('cpu_capability', '?')}, {gpu}, torch {record.get('torch', '?')}"
+
+
+def hardware_classes(record: dict[str, Any] | None) -> list[str]:
+    """Every hardware class a run trained on (a resumed run may have moved machines)."""
+    if not record:
+        return [hardware_class(None)]
+    return sorted({hardware_class(r) for r in [record, *(record.get("earlier") or [])]})
+
+
 def read_run_config(run_dir: str | Path) -> ExperimentConfig:
     path = RunFolder(Path(run_dir)).config
     if not path.is_file():
@@ -220,13 +255,44 @@ def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dic
     return state
 
 
+def read_raw_config(path: Path) -> dict[str, Any]:
+    """A run folder's ``config.yaml`` as stored (no defaults filled in); {} when unreadable."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def stamped_version(state: dict[str, Any], config_path: Path) -> int | None:
+    """The identity version a checkpoint was stamped under: its record, 0 for a legacy stamp that
+    matches the stored config (made before run identity existed), None when it matches nothing."""
+    if "identity_version" in state:
+        return int(state["identity_version"])
+    return 0 if state.get("config_hash") == legacy_hash(read_raw_config(config_path)) else None
+
+
 def check_hash(path: Path, state: dict[str, Any], expected: str, config_path: Path) -> None:
     found = state.get("config_hash")
-    if found != expected:
+    if found == expected:
+        return
+    restamp = f"argent restamp --run {path.parent} --config <the workflow config>"
+    version = stamped_version(state, config_path)
+    if version is not None and 0 < version < IDENTITY_VERSION:
         raise CheckpointError(
-            f"{path}: made with config hash {found}, but {config_path} hashes to {expected}; the weights belong "
-            f"to another config. Retrain the run (argent train --out {path.parent}), or restore the matching "
-            f"{config_path.name}.")
+            f"{path.parent}: stamped under run identity v{version}; v{IDENTITY_VERSION} changed what a config "
+            f"value means (argent/config.py IDENTITY_VERSION), so the weights may not be what the config now "
+            f"says. Retrain the run (argent train --out {path.parent}).")
+    if version == 0:
+        raise CheckpointError(
+            f"{path.parent}: the checkpoint carries a config hash of before run identity v{IDENTITY_VERSION} "
+            f"({found}); its weights do belong to {config_path.name}. Re-stamp the folder once: {restamp} "
+            f"(or --results <folder> for every run); it checks that the config is the one the workflow "
+            f"trains and rewrites the hash.")
+    raise CheckpointError(
+        f"{path}: made with config hash {found}, but {config_path} hashes to {expected}; the weights belong "
+        f"to another config. Retrain the run (argent train --out {path.parent}), or restore the matching "
+        f"{config_path.name}.")
 
 
 def require_device(device: str | torch.device) -> None:
@@ -319,10 +385,13 @@ def _decide_resume(run: RunFolder, resume: str, config_hash: str, device: torch.
         if resume == "auto":
             log.info("%s: checkpoint config differs from the current config; training from scratch", run.checkpoint)
             return None
+        legacy = (f" It carries a hash of before run identity v{IDENTITY_VERSION}: if the config is the same, "
+                  f"re-stamp it first (argent restamp --run {run.root} --config <the workflow config>)."
+                  if stamped_version(state, run.config) == 0 else "")
         raise ResumeMismatch(
             f"{run.checkpoint}: made with config hash {state.get('config_hash')}, the config now hashes to "
             f"{config_hash}; a setting that changes the result differs. Diff {run.config} against your "
-            f"config, or train into a new folder."
+            f"config, or train into a new folder.{legacy}"
         )
     return state
 
@@ -331,7 +400,7 @@ def promote(staging: RunFolder, run: RunFolder) -> None:
     """Move a staged fresh run into its folder, once its first checkpoint exists. The old run's
     files go first (summary first: it marks a finished run), the checkpoint comes last, so an
     interruption leaves a started run without checkpoint, never a mix of two runs."""
-    for old in (run.summary, run.curves, run.checkpoint, run.metrics):
+    for old in (run.summary, run.provenance, run.curves, run.checkpoint, run.metrics):
         old.unlink(missing_ok=True)
     os.replace(staging.config, run.config)
     if staging.metrics.exists():

@@ -25,8 +25,8 @@ SMOKE = ["--configfile", "config/smoke.yaml"]
 pytestmark = pytest.mark.slow
 
 
-def snakemake(*args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+def snakemake(*args: str, timeout: int = 1500, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(env or {})}
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *SMOKE, *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -179,3 +179,39 @@ def test_lint_finds_only_the_documented_conda_finding(smoke_run):
     findings = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("    * ")]
     assert findings, "expected the documented conda finding"
     assert set(findings) == {"* Specify a conda environment or container for each rule.:"}, set(findings)
+
+
+def _with_patched_config(tmp_path: Path, cls: str, name: str, tp: str, default: str) -> dict[str, str]:
+    """An environment whose Python adds (or re-defaults) a config field before Snakemake starts, as an
+    upgrade of argent would: a sitecustomize that subclasses the dataclass where the loader finds it."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import dataclasses\nimport argent.config as c\n"
+        f"c.{cls} = dataclasses.make_dataclass({cls!r}, [({name!r}, {tp}, dataclasses.field(default={default}))], "
+        f"bases=(c.{cls},))\n")
+    return {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_a_new_neutral_config_field_retrains_nothing(smoke_run, tmp_path):
+    """Issue 27: adding a field whose default keeps the behaviour leaves every finished run finished."""
+    proc = snakemake("-n", env=_with_patched_config(tmp_path, "TrainConfig", "loss_scale_warmup", "int", "0"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_a_changed_default_retrains_only_the_runs_that_take_it(smoke_run, tmp_path):
+    """huber_beta's default 1.0 -> 0.5: argent (and what extends it) sets 1.0 itself; the others take it."""
+    proc = snakemake("-n", env=_with_patched_config(tmp_path, "VariantConfig", "huber_beta", "float", "0.5"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _planned_variants(proc.stdout + proc.stderr, "train") == {"clip", "meru", "hycoclip"}
+
+
+def _planned_variants(out: str, rule: str) -> set[str]:
+    """The ``variant`` wildcard of every job of ``rule`` in a ``snakemake -n`` listing."""
+    variants, current = set(), None
+    for line in out.splitlines():
+        text = line.strip()
+        if text.startswith(("rule ", "localrule ")):
+            current = text.split()[1].rstrip(":")
+        elif current == rule and text.startswith("wildcards:") and "variant=" in text:
+            variants.add(text.split("variant=")[1].split(",")[0])
+    return variants

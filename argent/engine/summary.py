@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from argent.config import ExperimentConfig
+from argent.config import IDENTITY_VERSION, ExperimentConfig
 from argent.io import atomic_output
 from argent.runs import RunFolder, read_metrics
 
@@ -18,7 +18,7 @@ def run_summary(cfg: ExperimentConfig, files: RunFolder, step: int, skipped: int
     speeds = [r[PERF_PREFIX + "samples_per_s"] for r in rows if PERF_PREFIX + "samples_per_s" in r]
     return {
         "run": f"{cfg.variant_name}-{cfg.size}/seed{cfg.seed}", "steps": step, "skipped_steps": skipped,
-        "config_hash": config_hash, "final": {k: v for k, v in last.items() if not k.startswith(PERF_PREFIX)},
+        "config_hash": config_hash, "identity_version": IDENTITY_VERSION, "final": {k: v for k, v in last.items() if not k.startswith(PERF_PREFIX)},
         "mean_samples_per_s": sum(speeds) / len(speeds) if speeds else None,
     }
 

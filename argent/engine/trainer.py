@@ -21,13 +21,14 @@ from typing import Any
 import torch
 import yaml
 
-from argent.config import ConfigError, DataConfig, ExperimentConfig
+from argent.config import IDENTITY_VERSION, ConfigError, DataConfig, ExperimentConfig
 from argent.data.loaders import train_loader
 from argent.data.policy import skip_counts
 from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
 from argent.engine.optim import build_optimizer, build_scheduler
 from argent.engine.progress import Progress
+from argent.engine.provenance import merge_segments, provenance, run_record
 from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the engine's public step API)
     BatchEncoder,
     autocast,
@@ -52,6 +53,7 @@ from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for 
     read_metrics,
     require_device,
     resume_state,
+    write_provenance,
 )
 from argent.tracking import RUN_RECORD, Tracker, run_tags
 
@@ -112,6 +114,7 @@ def _train(
         torch.use_deterministic_algorithms(True)
     config_hash = cfg.result_hash()
     cfg_dict = cfg.to_dict()
+    segments = [provenance(device)]  # what this run ran on, outside its identity (argent/engine/provenance.py)
 
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, cfg.variant.geometry).to(device)
@@ -130,6 +133,7 @@ def _train(
         scheduler.load_state_dict(state["scheduler"])
         step, skipped = int(state["step"]), int(state.get("skipped", 0))
         set_rng_state(state["rng"])
+        segments = merge_segments(list(state.get("provenance") or []), segments[-1])
         files = run
         if is_main:
             _truncate_metrics(files.metrics, step)
@@ -166,6 +170,7 @@ def _train(
         atomic_torch_save({
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "step": at_step, "skipped": skipped, "rng": rng_state(), "config_hash": config_hash,
+            "identity_version": IDENTITY_VERSION, "provenance": segments,
         }, files.checkpoint)
         if files != run:
             promote(files, run)
@@ -253,9 +258,10 @@ def _train(
             summary = {**run_summary(cfg, files, step, skipped, config_hash), **data_skips}
             tracker.log_metrics([{"step": step, **flatten(data_skips, sep="/")}])
             plot_curves(files)
+            write_provenance(files, run_record(segments))
             atomic_write_text(files.summary, json.dumps(summary, indent=2))
-            for name in ("config.yaml", "summary.json", "curves.png"):
-                tracker.log_artifact(files.root / name)
+            for path in (files.config, files.summary, files.curves, files.provenance):
+                tracker.log_artifact(path)
             tracker.finish()
             return summary
         return {}

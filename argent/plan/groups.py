@@ -19,6 +19,7 @@ from typing import Any
 
 from argent.config import (
     ConfigError,
+    ExperimentConfig,
     check_name,
     deep_merge,
     experiment_from_dict,
@@ -149,6 +150,23 @@ def base_variant(cfg: dict[str, Any], variant: str) -> str:
     return (cfg.get("tune") or {}).get("base_variant", "argent") if variant == TUNED_VARIANT else variant
 
 
+def run_experiment(gcfg: dict[str, Any], key: RunKey, base_dir: Path,
+                   variant_overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """The config the workflow trains for ``key`` from its group's config: the base variant (the
+    tuned one's study base, ``variant_overrides`` its best.yaml) recorded under the run's own name,
+    as the train rule's ``argent train --variant <base> --name <variant>`` does."""
+    exp = experiment_from_dict(gcfg, base_variant(gcfg, key.variant), key.size, key.seed, base_dir=base_dir,
+                               variant_overrides=variant_overrides)
+    exp.variant_name = key.variant
+    return exp
+
+
+def run_identity(gcfg: dict[str, Any], key: RunKey, base_dir: Path) -> str:
+    """The run's identity hash (``ExperimentConfig.result_hash``): the train rule's ``hash`` param, so
+    Snakemake re-runs a training exactly when it changes; borrowing compares it too."""
+    return run_experiment(gcfg, key, base_dir).result_hash()
+
+
 def uses_negatives(cfg: dict[str, Any], variant: str, base_dir: Path) -> bool:
     catalogue = load_variants(_variants_file(cfg, base_dir))
     name = base_variant(cfg, variant)
@@ -196,8 +214,7 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
     """Resolve the groups. ``result_hash(group_config, key)`` hashes a run's training config
     (default: the resolved ``ExperimentConfig``); equal hashes let a group borrow a run."""
     groups = parse_groups(cfg)
-    hash_of = result_hash or (lambda gcfg, key: experiment_from_dict(
-        gcfg, base_variant(gcfg, key.variant), key.size, key.seed, base_dir=base_dir).result_hash())
+    hash_of = result_hash or (lambda gcfg, key: run_identity(gcfg, key, base_dir))
     plan = Plan(groups, {}, {})
     for group in groups.values():
         if not group.enabled:

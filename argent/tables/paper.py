@@ -164,3 +164,13 @@ def ablation_table(data: TableInput, spec: dict[str, Any]) -> tuple[str, list[di
         records += recs
     md += [published_markdown("table3"), ""]
     return "\n".join(md), records
+
+
+def hardware_footnote(classes: dict[str, list[str]]) -> str:
+    """One line when a table's runs trained on more than one hardware class ({class: runs}): its
+    numbers then agree with a re-run within seed noise, not bit for bit (argent/engine/provenance.py)."""
+    if len(classes) < 2:
+        return ""
+    parts = "; ".join(f"{name} ({len(runs)} run{'s' if len(runs) != 1 else ''})" for name, runs in sorted(classes.items()))
+    return (f"**Mixed hardware:** the runs above trained on {len(classes)} hardware classes (CPU capability, GPU, "
+            f"torch): {parts}. Numbers reproduce bit for bit only within one class.\n")

@@ -23,11 +23,12 @@ from argent.tables.domains import domain_check, training_domain
 from argent.tables.items import collect_items
 from argent.tables.cost import write_cost_tables
 from argent.plan.groups import Plan, build_plan
+from argent.runs import RunFolder, hardware_classes, read_provenance, run_dir
 from argent.tables.collect import (collect, collect_diagnostics, collect_skips, configured_seeds, configured_variants,
                                    group_sizes, listed_runs, qualify, skips_footnote)
 from argent.tables.figures import copy_run_figures, training_curves
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
-from argent.tables.paper import TableInput, ablation_table, main_table
+from argent.tables.paper import TableInput, ablation_table, hardware_footnote, main_table
 from argent.tables.probe import probe_table
 from argent.tables.released import released_table
 
@@ -95,6 +96,17 @@ def setting_text(plan: Plan, base_dir: Path) -> str:
     return " ".join(f"Groups {', '.join(groups)}: {text}." for text, groups in settings.items())
 
 
+def hardware_note(results: Path, plan: Plan, variants: list[str]) -> str:
+    """The footnote naming the hardware classes of the finished runs of ``variants`` (when mixed)."""
+    classes: dict[str, set[str]] = {}
+    for key, home in plan.home.items():
+        folder = run_dir(results, home.group, home.variant, home.size, home.seed)
+        if key.qualified in variants and RunFolder(folder).summary.is_file():
+            for name in hardware_classes(read_provenance(folder)):
+                classes.setdefault(name, set()).add(str(home))
+    return hardware_footnote({name: sorted(runs) for name, runs in classes.items()})
+
+
 def run(opts: TablesOptions) -> list[Path]:
     """Build every table; returns the files written."""
     cfg, results = opts.config, opts.results
@@ -136,6 +148,12 @@ def run(opts: TablesOptions) -> list[Path]:
     footnote = skips_footnote(collect_skips(results))  # nonzero skip counts, named under both tables
     if footnote:
         tables = {name: (f"{md}\n{footnote}", records) for name, (md, records) in tables.items()}
+    table_variants = {"main": [r["variant"] for r in main_spec["rows"]],
+                      "ablations": [r["variant"] for g in abl_spec["groups"] for r in g["rows"]]}
+    for name, listed in table_variants.items():
+        note = hardware_note(results, plan, listed)  # one line when the table's runs mix machines
+        if note:
+            tables[name] = (f"{tables[name][0]}\n{note}", tables[name][1])
     rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(results / "eval"),
                        set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
     tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)

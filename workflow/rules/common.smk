@@ -11,10 +11,11 @@ from pathlib import Path
 import yaml
 
 from argent.check import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
-from argent.config import ConfigError, check_name, experiment_from_dict
+from argent.config import ConfigError, check_name
 from argent.io import file_sha256
 from argent.plan.cost import cost_line
-from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, uses_negatives
+from argent.plan.groups import (TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, run_identity,
+                                 uses_negatives)
 from argent.models.pretrained.entries import available_entries, parse_pretrained_section
 from argent.runs import eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
 
@@ -123,14 +124,11 @@ def run_resource(wildcards, key, default):
 
 
 def run_hash(wildcards):
-    """Hash of the resolved experiment config: changes iff the run's result can change."""
-    gcfg = group_cfg(wildcards.group)
+    """The run's identity (argent/identity.py): changes iff the run's result can change."""
     try:
-        exp = experiment_from_dict(gcfg, base_variant(gcfg, wildcards.variant), wildcards.size,
-                                   int(wildcards.seed), base_dir=ROOT)
+        return run_identity(group_cfg(wildcards.group), key_of(wildcards), ROOT)
     except ConfigError as err:
         raise ValueError(f"config for run {key_of(wildcards)}: {err}")
-    return exp.result_hash()
 
 
 def summaries():

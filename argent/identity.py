@@ -1,0 +1,212 @@
+"""A run's identity: the canonical form of the config values that change its result, and its hash.
+
+``ExperimentConfig.result_hash`` (argent/config.py) is ``identity_hash`` of ``identity_of(cfg)``:
+
+1. Walk the config dataclasses. A field that never changes the result (``EXCLUDED``: logging and
+   checkpoint cadence, loader workers, the image cache switch, tracking, descriptions) is skipped.
+2. A field whose value equals its *pinned default* contributes nothing. The pinned defaults
+   (``argent/resources/identity_defaults.json``) are the dataclass defaults as they were when each
+   field was recorded; a field newer than that file is compared with its current default (a new
+   field's default must be neutral: it reproduces the behaviour before the field existed). Pinning
+   is what makes a *changed* default visible: the runs that take it now differ from the pin, and
+   only they change hash. Mappings (``cone_eta``) are compared key by key; a pinned key that is
+   gone is recorded as ``{"__absent__": true}``. Required fields (variant name, size, seed) always
+   contribute.
+3. Hash: SHA-256 of canonical JSON (sorted keys, no spaces, floats as Python's shortest ``repr``,
+   which ``json`` uses) of ``{"identity_version": IDENTITY_VERSION, "run": <the values of 2>}``,
+   first 16 hex digits.
+
+Adding a field with a neutral default therefore changes no hash; after adding one, record its
+default with ``python scripts/pin_identity_defaults.py`` (adds missing fields only, never changes a
+pinned value; tests/test_run_identity.py fails until it is done).
+
+Runs stamped before this scheme carry the *legacy* hash (every field, defaults included):
+``legacy_hash`` recomputes it from a run folder's stored ``config.yaml`` so that such a run can be
+recognised and re-stamped (``argent restamp``, argent/restamp.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from pathlib import Path
+from typing import Any
+
+from argent.io import atomic_write_json
+
+PINNED_FILE = Path(__file__).resolve().parent / "resources" / "identity_defaults.json"
+ABSENT = {"__absent__": True}  # a pinned mapping key the value no longer has
+
+# Fields outside the identity: they never change a run's numbers (tests/test_data_cache.py and
+# tests/test_tracking.py show it for the cache and the tags). True = the whole field or section.
+EXCLUDED: dict[str, Any] = {
+    "train": {"log_every": True, "diagnostics_every": True, "checkpoint_every": True, "num_workers": True},
+    "data": {"image_cache": True},
+    "variant": {"description": True},
+    "tracking": True,
+}
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no whitespace, ASCII; ``json`` writes floats as their shortest ``repr``."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-shaped value: tuples become lists (YAML and JSON have no tuples)."""
+    if dataclasses.is_dataclass(value):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _delta(value: Any, default: Any) -> Any:
+    """What ``value`` adds to ``default``: None when equal, else the value (mappings: key by key)."""
+    if isinstance(value, dict) and isinstance(default, dict):
+        out = {}
+        for key in sorted(set(value) | set(default)):
+            if key not in value:
+                out[key] = ABSENT
+            elif key not in default:
+                out[key] = value[key]
+            else:
+                sub = _delta(value[key], default[key])
+                if sub is not None:
+                    out[key] = sub
+        return out or None
+    return None if value == default else value  # 1 == 1.0: the typed config makes both floats anyway
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return dataclasses.MISSING
+
+
+def identity_of(obj: Any, pinned: dict[str, Any] | None = None, excluded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The values of dataclass ``obj`` that differ from their pinned (else current) default."""
+    pinned = load_pinned() if pinned is None else pinned
+    excluded = EXCLUDED if excluded is None else excluded
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        skip = excluded.get(f.name)
+        if skip is True:
+            continue
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            sub = identity_of(value, pinned.get(f.name) or {}, skip or {})
+            if sub:
+                out[f.name] = sub
+            continue
+        plain = _plain(value)
+        default = pinned[f.name] if f.name in pinned else _field_default(f)
+        if default is dataclasses.MISSING:
+            out[f.name] = plain  # a required field (variant name, size, seed)
+            continue
+        diff = _delta(plain, _plain(default))
+        if diff is not None:
+            out[f.name] = diff
+    return out
+
+
+def identity_hash(identity: dict[str, Any], version: int) -> str:
+    """16 hex digits of SHA-256 over the canonical JSON of the identity and its version."""
+    text = canonical_json({"identity_version": version, "run": identity})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def first_difference(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> str | None:
+    """The first key path (sorted, dotted) where two identities differ, or None when equal."""
+    for key in sorted(set(a) | set(b)):
+        path = f"{prefix}.{key}" if prefix else key
+        x, y = a.get(key, ABSENT), b.get(key, ABSENT)
+        if isinstance(x, dict) and isinstance(y, dict) and x is not ABSENT and y is not ABSENT:
+            sub = first_difference(x, y, path)
+            if sub:
+                return sub
+        elif x != y:
+            return path
+    return None
+
+
+def legacy_hash(raw: dict[str, Any]) -> str:
+    """The hash argent wrote before identity version 1: every field of the stored resolved config
+    (``config.yaml`` as written), less logging, checkpointing, tracking, cache and description."""
+    d = json.loads(json.dumps(raw))  # a deep copy
+    for key in ("log_every", "diagnostics_every", "checkpoint_every", "num_workers"):
+        (d.get("train") or {}).pop(key, None)
+    d.pop("tracking", None)
+    (d.get("data") or {}).pop("image_cache", None)
+    (d.get("variant") or {}).pop("description", None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# ---- the pinned defaults -------------------------------------------------------------------------
+
+_PINNED: dict[str, Any] | None = None
+
+
+def load_pinned() -> dict[str, Any]:
+    global _PINNED
+    if _PINNED is None:
+        _PINNED = json.loads(PINNED_FILE.read_text())["defaults"] if PINNED_FILE.is_file() else {}
+    return _PINNED
+
+
+def current_defaults(cls: type, excluded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every identity field's current default, nested as the config (the pin file's shape)."""
+    excluded = EXCLUDED if excluded is None else excluded
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        skip = excluded.get(f.name)
+        if skip is True:
+            continue
+        if dataclasses.is_dataclass(hints[f.name]):
+            out[f.name] = current_defaults(hints[f.name], skip or {})
+            continue
+        default = _field_default(f)
+        if default is not dataclasses.MISSING:
+            out[f.name] = _plain(default)
+    return out
+
+
+def missing_pins(cls: type, pinned: dict[str, Any], excluded: dict[str, Any] | None = None,
+                 prefix: str = "") -> dict[str, Any]:
+    """The identity fields of ``cls`` that ``pinned`` lacks: dotted path -> current default."""
+    excluded = EXCLUDED if excluded is None else excluded
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        skip, path = excluded.get(f.name), f"{prefix}{f.name}"
+        if skip is True:
+            continue
+        if dataclasses.is_dataclass(hints[f.name]):
+            out.update(missing_pins(hints[f.name], pinned.get(f.name) or {}, skip or {}, f"{path}."))
+        elif f.name not in pinned and _field_default(f) is not dataclasses.MISSING:
+            out[path] = _plain(_field_default(f))
+    return out
+
+
+def pin_new(cls: type, path: Path = PINNED_FILE) -> list[str]:
+    """Add the fields the pin file lacks, at their current defaults; a pinned value never changes
+    (changing one is an identity version bump: argent/config.py, IDENTITY_VERSION)."""
+    data = json.loads(path.read_text()) if path.is_file() else {"defaults": {}}
+    added = missing_pins(cls, data["defaults"])
+    for dotted, value in added.items():
+        node = data["defaults"]
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    atomic_write_json(path, data)
+    global _PINNED
+    _PINNED = None
+    return sorted(added)
