@@ -82,6 +82,10 @@ def table(tmp_path_factory) -> pl.DataFrame:
                 path = results / "eval" / GROUP_OF.get(variant, "main") / f"{variant}-tiny" / f"seed{seed}" / "real_pep.json"
                 path.write_text(json.dumps({"benchmark": "real_pep", "metrics": benches["hs_pep"]}))
     _write_item_results(results)
+    released = results / "eval" / "pretrained" / "hycoclip-S" / "seed0" / "hs_zeroshot.json"
+    released.parent.mkdir(parents=True)
+    released.write_text(json.dumps({"benchmark": "hs_zeroshot", "variant": "hycoclip", "size": "S", "seed": 0,
+                                    "pretrained": {"layout": "meru", "arch": "vit_s"}, "metrics": {"top1": 0.417}}))
     run(TablesOptions(_items_config(claims), results, base_dir=tmp))
     return pl.read_csv(results / "tables" / "claims.csv")
 
@@ -163,3 +167,10 @@ def test_an_evaluation_placed_under_another_runs_folder_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"hycoclip-tiny/seed1/hs_pep.json: the evaluation records variant 'argent' "
                                          r"\(folder: 'hycoclip'\)"):
         run(TablesOptions(_config(path), results))
+
+
+def test_released_models_are_rows_of_the_main_table_and_in_no_claim(table, tmp_path_factory):
+    main = (tmp_path_factory.getbasetemp() / "families0" / "results" / "tables" / "main.md").read_text()
+    assert "## Released models (released, not trained here)" in main
+    assert "| hycoclip-S | meru:vit_s | 41.7 |" in main
+    assert not table.filter(pl.col("variant_a").str.contains("pretrained") | pl.col("variant_b").str.contains("pretrained")).height

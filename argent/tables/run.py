@@ -164,6 +164,8 @@ def run(opts: TablesOptions) -> list[Path]:
     released = released_table(results / "eval", spec["main"]["columns"])
     if released is not None:
         tables["released"] = released
+        # The main table shows them too, as their own rows below ours, marked as not trained here.
+        tables["main"] = (f"{tables['main'][0]}\n#{released[0]}", tables["main"][1])
     for name, (md, records) in tables.items():
         _write(opts, name, md, records)
 
