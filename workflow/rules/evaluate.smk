@@ -39,7 +39,7 @@ rule evaluate_pretrained:
         out_dir=lambda w, output: str(Path(output[0]).parent),
         hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
         entry=lambda w: stable_hash(PRETRAINED[w.name]),
-        results=str(RESULTS),
+        results=lambda w, output: str(Path(output[0]).parents[4]),  # <results>/eval/pretrained/<name>/seed0/
         config=EFFECTIVE_CONFIG,
     benchmark:
         R("benchmarks", "evaluate", "pretrained", "{name}.tsv"),
