@@ -12,6 +12,7 @@ import yaml
 from argent.config import ConfigError, check_name, load_experiment
 from argent.engine.trainer import configure_logging, train
 from argent.tracking import catalogue_tags
+from argent.typed import strict_yaml
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = None
     if args.variant_file:
         try:
-            extra = (yaml.safe_load(args.variant_file.read_text()) or {}).get("variant", {})
+            extra = (strict_yaml(args.variant_file.read_text(), args.variant_file) or {}).get("variant", {})
         except (yaml.YAMLError, AttributeError) as err:
             raise ConfigError(f"{args.variant_file} (--variant-file): not a YAML mapping with a 'variant' "
                               f"section ({err})") from None
