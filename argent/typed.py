@@ -220,6 +220,27 @@ def load_workflow_config(path: str | Path, overrides: list[str] | tuple[str, ...
     return cfg
 
 
+DEFAULT_CONFIG = Path("config") / "config.yaml"
+"""The Snakefile's ``configfile:``; ``snakemake --configfile FILE`` merges FILE over it."""
+
+
+def load_merged_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
+                       base_dir: str | Path | None = None, merge_default: bool = True) -> dict[str, Any]:
+    """The workflow config as Snakemake sees it: ``<base_dir>/config/config.yaml`` (base_dir: the
+    working folder), ``path`` merged over it, then the ``--set`` overrides. Every verb that reads a
+    workflow config uses this, so ``--config config/quick.yaml`` means the same to each as to
+    Snakemake. ``merge_default=False`` (``--no-default``) reads ``path`` alone; so does a ``path``
+    that is the default itself, or a project without a default."""
+    default = Path.cwd() / DEFAULT_CONFIG if base_dir is None else Path(base_dir) / DEFAULT_CONFIG
+    cfg: dict[str, Any] = {}
+    if merge_default and default.is_file() and default.resolve() != Path(path).resolve():
+        cfg = load_yaml(default)
+        check_sections(cfg, str(default))
+    cfg = deep_merge(cfg, load_workflow_config(path, overrides))
+    check_sections(cfg)
+    return cfg
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
