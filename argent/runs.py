@@ -307,6 +307,12 @@ def require_device(device: str | torch.device) -> None:
 def load_model(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[DualEncoder, ExperimentConfig]:
     """The trained model of a run folder, in eval mode, and its resolved config. The checkpoint must
     have been made under that config (same result hash)."""
+    model, cfg, _ = load_run(run_dir, device)
+    return model, cfg
+
+
+def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[DualEncoder, ExperimentConfig, str]:
+    """``load_model`` and why the run is unfinished ("" when finished: its evaluation must say so)."""
     folder = RunFolder(Path(run_dir))
     require_device(device)
     cfg = read_run_config(folder.root)
@@ -314,7 +320,9 @@ def load_model(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple
     check_hash(folder.checkpoint, state, cfg.result_hash(), folder.config)
     model = build_model(cfg.model, cfg.variant.geometry)
     model.load_state_dict(state["model"])
-    return model.to(device).eval(), cfg
+    step = f"step {int(state.get('step', 0))} of {cfg.train.steps}"
+    unfinished = "" if folder.summary.is_file() else f"run unfinished: no {SUMMARY} ({step})"
+    return model.to(device).eval(), cfg, unfinished
 
 
 # ---- starting, resuming, promoting a staged run ------------------------------------------------
