@@ -297,7 +297,10 @@ def check_hash(path: Path, state: dict[str, Any], expected: str, config_path: Pa
 
 def require_device(device: str | torch.device) -> None:
     """Fail before any work when the asked device is not there."""
-    kind = torch.device(device).type
+    try:
+        kind = torch.device(device).type
+    except RuntimeError:  # torch's message lists every device type it knows; ours names the usual ones
+        raise ArgentError(f"device {str(device)!r}: not a device; use cpu, cuda, cuda:<index> or mps") from None
     if kind == "cuda" and not torch.cuda.is_available():
         raise ArgentError(f"device {str(device)!r}: no CUDA device is visible; use --device cpu / train.device: cpu")
     if kind == "mps" and not torch.backends.mps.is_available():

@@ -11,6 +11,7 @@ import yaml
 
 from argent.config import ConfigError, check_name, load_experiment
 from argent.engine.trainer import configure_logging, train
+from argent.limits import threads
 from argent.tracking import catalogue_tags
 from argent.typed import strict_yaml
 
@@ -28,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.steps=100 (repeatable)")
     p.add_argument("--name", default=None, help="record the run under this variant name (default: --variant)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default)")
+    p.add_argument("--threads", type=threads, default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--variant-file", type=Path, default=None,
                    help="YAML of variant fields applied on top of the variant (e.g. a tuned best.yaml)")
     return p

@@ -39,6 +39,7 @@ from argent.evaluation.benchmarks import load_benchmark
 from argent.evaluation.encoding import reuse_image_embeddings
 from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, file_sha256
+from argent.limits import threads
 from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
 from argent.runs import load_run, pretrained_eval_dir
 from argent.tracking import log_evaluation, log_released
@@ -70,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--base-dir", type=Path, default=None, help="resolve relative data paths against this folder (default: cwd)"
     )
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    p.add_argument("--threads", type=threads, default=0, help="torch CPU threads (0 = torch default)")
     return p
 
 

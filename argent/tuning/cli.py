@@ -11,6 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
+from argent.limits import threads
 from argent.tuning.run import TuneRequest, run
 
 __all__ = ["main"]
@@ -27,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--export-only", action="store_true", help="only write best.yaml, trials.csv, figures from storage")
     mode.add_argument("--no-export", action="store_true", help="run trials only (parallel workers; export later)")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--threads", type=threads, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     return p
 
