@@ -46,9 +46,10 @@ def check_seed(seed: Any, key: str) -> None:
 
 
 def check_schedule(warmup_steps: int, steps: int) -> None:
-    """A warm-up as long as training never reaches the learning rate it warms up to."""
-    if warmup_steps and warmup_steps >= steps:
-        raise ConfigError(f"optim.warmup_steps: {warmup_steps} is not below train.steps ({steps}); the learning "
+    """A warm-up longer than training never reaches the learning rate it warms up to (equal: it ends
+    at the last step, which short test runs use)."""
+    if warmup_steps > steps:
+        raise ConfigError(f"optim.warmup_steps: {warmup_steps} is longer than train.steps ({steps}); the learning "
                           f"rate would never finish its warm-up: lower optim.warmup_steps (0: none)")
 
 

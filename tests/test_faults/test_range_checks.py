@@ -15,7 +15,7 @@ TRAIN = ["--variant", "meru", "--size", "tiny"]
 
 
 @pytest.mark.parametrize("override, names", [
-    ("optim.warmup_steps=2", ["optim.warmup_steps: 2 is not below train.steps (2)"]),
+    ("optim.warmup_steps=3", ["optim.warmup_steps: 3 is longer than train.steps (2)"]),
     ("optim.warmup_steps=50", ["optim.warmup_steps: 50", "train.steps (2)"]),
     ("model.tiny.context_length=2", ["model.tiny.context_length: 2", ">= 3"]),
     ("model.tiny.vision_heads=3", ["model.tiny.vision_heads: 3 does not divide vision_width 32"]),

@@ -68,7 +68,6 @@ def test_training_summary_counts_every_skipped_sample_by_reason(tmp_path):
     # One step of 4 samples; a shuffle buffer of one record reads one sample ahead, so the stream
     # reads the three raw-stage bad rows, then the batch [cut_pixels, good0, good1, good2].
     cfg = {**TINY, "train": {**TINY["train"], "steps": 1, "batch_size": 4, "checkpoint_every": 1, "shuffle_buffer": 1},
-           "optim": {"warmup_steps": 0},  # one step: no warm-up (a warm-up of 1 would be the whole run)
            "data": {"train_shards": str(shards / "shard-*.tar"), "format": "plain", "augment": False},
            "tracking": {"enabled": True, "uri": uri, "experiment": "skip-counts"}}
     exp = experiment_from_dict(cfg, "meru", "tiny", 0, base_dir=ROOT)
@@ -93,7 +92,7 @@ def test_a_clean_run_says_zero_skipped(tmp_path):
         for i in range(4):
             writer.write(f"good{i}", {"txt": f"shape number {i}".encode(), "jpg": jpeg(i)})
     cfg = {**TINY, "train": {**TINY["train"], "steps": 1, "batch_size": 4, "checkpoint_every": 1},
-           "optim": {"warmup_steps": 0}, "data": {"train_shards": str(shards / "shard-*.tar"), "format": "plain"}}
+           "data": {"train_shards": str(shards / "shard-*.tar"), "format": "plain"}}
     torch.set_num_threads(1)
     summary = train(experiment_from_dict(cfg, "meru", "tiny", 0, base_dir=ROOT), tmp_path / "run")
     assert summary["skipped_samples"] == {} and summary["dropped_samples"] == {}
