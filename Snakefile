@@ -3,7 +3,10 @@
 # `snakemake --cores all --configfile config/smoke.yaml` is the CI-size run.
 # The runs come from the config's experiment groups (argent/plan/groups.py); every DAG build prints
 # the groups left out (one line each) and the one-line cost (`argent plan` gives the table).
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
+
+from argent.typed import ConfigError, check_duplicate_keys
 
 min_version("9.0")
 
@@ -11,6 +14,11 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# Snakemake's own YAML reader keeps the last of a repeated key silently: refuse it, naming file and line.
+try:
+    check_duplicate_keys(workflow.configfiles)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None  # one message, no Python frames
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

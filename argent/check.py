@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError, check_sections, experiment_from_dict, load_yaml
+from argent.config import ConfigError, check_sections, experiment_from_dict
 from argent.data.formats.grounded import iter_records
 from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.manifest import manifest_check, mismatch_message
@@ -28,6 +28,7 @@ from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
 from argent.runs import require_device
+from argent.typed import load_merged_config
 
 BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
 SAMPLE_RECORDS = 4
@@ -193,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base-dir", type=Path, default=Path.cwd(), help="relative paths are taken from here (default: cwd)")
     p.add_argument("--min-free-gb", type=float, default=1.0, help="least free disk space under results/ (GiB)")
     p.add_argument("--out", type=Path, default=None, help="write the findings as JSON here (the workflow's marker)")
+    p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     args = p.parse_args(argv)
-    findings = preflight(load_yaml(args.config), args.base_dir, args.min_free_gb)
+    # merged over config/config.yaml as Snakemake's --configfile does (the workflow's own merged file is a fixpoint)
+    findings = preflight(load_merged_config(args.config, (), args.base_dir, not args.no_default), args.base_dir,
+                         args.min_free_gb)
     for f in findings:
         if f.status == "missing-optional":
             print(f"skipped (optional, data absent): {f.key}: {f.path}", file=sys.stderr)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from argent.identity import identity_hash, identity_of
+from argent.limits import check_device, check_model_arithmetic, check_schedule, check_seed
 from argent.typed import (  # noqa: F401  (re-exported: argent.config is every stage's config API)
     WORKFLOW_SECTIONS,
     ConfigError,
@@ -142,6 +143,7 @@ class ModelConfig:
         if self.conv_stem_pooled and (self.conv_stem < 1 or self.patch_size & (self.patch_size - 1)):
             raise ConfigError(f"conv_stem_pooled needs conv_stem >= 1 and a power-of-two patch_size "
                               f"(got conv_stem {self.conv_stem}, patch_size {self.patch_size})")
+        check_model_arithmetic(self)
 
 
 MODEL_SIZES: dict[str, dict[str, Any]] = {
@@ -201,6 +203,7 @@ class TrainConfig:
             check_range(key, getattr(self, key), low=1)
         for key in ("num_workers", "max_skipped_steps", "shuffle_buffer"):
             check_range(key, getattr(self, key), low=0)
+        check_device("device", self.device)
 
 
 @dataclass
@@ -378,10 +381,11 @@ def experiment_from_dict(
         unknown = sorted(set(value) - set(allowed))
         if unknown:
             raise ConfigError(f"{section}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+    check_seed(seed, "seed")
     v_over = deep_merge((cfg.get("variant_overrides") or {}).get(variant, {}), cfg.get("variant", {}) or {})
     v_over = deep_merge(v_over, variant_overrides or {})
     train = deep_merge(cfg.get("train", {}) or {}, (cfg.get("train_by_size") or {}).get(size, {}) or {})
-    return ExperimentConfig(
+    exp = ExperimentConfig(
         variant_name=variant,
         size=size,
         seed=seed,
@@ -392,6 +396,8 @@ def experiment_from_dict(
         data=from_dict(DataConfig, cfg.get("data", {}) or {}, "data"),
         tracking=from_dict(TrackingConfig, cfg.get("tracking", {}) or {}, "tracking"),
     )
+    check_schedule(exp.optim.warmup_steps, exp.train.steps)  # here, not in the types: stored runs still load
+    return exp
 
 
 def experiment_from_resolved(data: dict[str, Any]) -> ExperimentConfig:

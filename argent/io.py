@@ -115,3 +115,12 @@ def exclusive_lock(path: str | Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def refuse_foreign(folder: str | Path, marker: str, made_by: str) -> None:
+    """A stage replaces only a folder it made (``marker`` inside says so): an existing non-empty
+    folder without it (the user's data, another tool's output) is an error naming it."""
+    folder = Path(folder)
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / marker).is_file():
+        raise ArgentError(f"{folder}: exists, is not empty and was not made by {made_by} (no {marker} in it); "
+                          f"it is not replaced: point the output elsewhere, or move the folder away")

@@ -297,7 +297,10 @@ def check_hash(path: Path, state: dict[str, Any], expected: str, config_path: Pa
 
 def require_device(device: str | torch.device) -> None:
     """Fail before any work when the asked device is not there."""
-    kind = torch.device(device).type
+    try:
+        kind = torch.device(device).type
+    except RuntimeError:  # torch's message lists every device type it knows; ours names the usual ones
+        raise ArgentError(f"device {str(device)!r}: not a device; use cpu, cuda, cuda:<index> or mps") from None
     if kind == "cuda" and not torch.cuda.is_available():
         raise ArgentError(f"device {str(device)!r}: no CUDA device is visible; use --device cpu / train.device: cpu")
     if kind == "mps" and not torch.backends.mps.is_available():
@@ -307,6 +310,12 @@ def require_device(device: str | torch.device) -> None:
 def load_model(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[DualEncoder, ExperimentConfig]:
     """The trained model of a run folder, in eval mode, and its resolved config. The checkpoint must
     have been made under that config (same result hash)."""
+    model, cfg, _ = load_run(run_dir, device)
+    return model, cfg
+
+
+def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[DualEncoder, ExperimentConfig, str]:
+    """``load_model`` and why the run is unfinished ("" when finished: its evaluation must say so)."""
     folder = RunFolder(Path(run_dir))
     require_device(device)
     cfg = read_run_config(folder.root)
@@ -314,7 +323,9 @@ def load_model(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple
     check_hash(folder.checkpoint, state, cfg.result_hash(), folder.config)
     model = build_model(cfg.model, cfg.variant.geometry)
     model.load_state_dict(state["model"])
-    return model.to(device).eval(), cfg
+    step = f"step {int(state.get('step', 0))} of {cfg.train.steps}"
+    unfinished = "" if folder.summary.is_file() else f"run unfinished: no {SUMMARY} ({step})"
+    return model.to(device).eval(), cfg, unfinished
 
 
 # ---- starting, resuming, promoting a staged run ------------------------------------------------

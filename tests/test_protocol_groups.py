@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _cfg(**groups) -> dict:
     return {"variants_file": str(ROOT / "config" / "variants.yaml"), "runs": {"sizes": ["tiny"], "seeds": [0, 1]},
-            "train": {"steps": 100, "batch_size": 8, "device": "cpu"}, "negatives": {"wordnet_zip": ""},
+            "train": {"steps": 100, "batch_size": 8, "device": "cpu"}, "optim": {"warmup_steps": 10},
+            "negatives": {"wordnet_zip": ""},
             "groups": groups}
 
 

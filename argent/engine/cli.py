@@ -11,7 +11,9 @@ import yaml
 
 from argent.config import ConfigError, check_name, load_experiment
 from argent.engine.trainer import configure_logging, train
+from argent.limits import threads
 from argent.tracking import catalogue_tags
+from argent.typed import strict_yaml
 
 
 def parser() -> argparse.ArgumentParser:
@@ -27,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.steps=100 (repeatable)")
     p.add_argument("--name", default=None, help="record the run under this variant name (default: --variant)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default)")
+    p.add_argument("--threads", type=threads, default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--variant-file", type=Path, default=None,
                    help="YAML of variant fields applied on top of the variant (e.g. a tuned best.yaml)")
     return p
@@ -41,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = None
     if args.variant_file:
         try:
-            extra = (yaml.safe_load(args.variant_file.read_text()) or {}).get("variant", {})
+            extra = (strict_yaml(args.variant_file.read_text(), args.variant_file) or {}).get("variant", {})
         except (yaml.YAMLError, AttributeError) as err:
             raise ConfigError(f"{args.variant_file} (--variant-file): not a YAML mapping with a 'variant' "
                               f"section ({err})") from None

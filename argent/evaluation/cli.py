@@ -17,7 +17,9 @@ exit status says whether any failed.
 The benchmark is the entry ``benchmarks.<name>`` of the config (see
 ``argent.evaluation.benchmarks``). The JSON holds: benchmark, protocol, run, config_hash (the
 run's ``ExperimentConfig.result_hash``), metrics, counts (items, skipped by reason) and the
-resolved entry. It is written atomically (temp file + rename).
+resolved entry. It is written atomically (temp file + rename). A run folder without its
+``summary.json`` (a run killed before its last step) is evaluated, but every result JSON says
+``"partial": true`` with ``partial_reason`` (``run unfinished: no summary.json (step N of M)``).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ from argent.evaluation.benchmarks import load_benchmark
 from argent.evaluation.encoding import reuse_image_embeddings
 from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, file_sha256
+from argent.limits import threads
 from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
-from argent.runs import load_model, pretrained_eval_dir
+from argent.runs import load_run, pretrained_eval_dir
 from argent.tracking import log_evaluation, log_released
 from argent.typed import load_workflow_config
 
@@ -68,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--base-dir", type=Path, default=None, help="resolve relative data paths against this folder (default: cwd)"
     )
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    p.add_argument("--threads", type=threads, default=0, help="torch CPU threads (0 = torch default)")
     return p
 
 
@@ -100,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(name)
                 continue
             head = {"benchmark": result.pop("benchmark"), "protocol": result.pop("protocol"), **head_base}
+            if "partial_reason" in head:
+                result["partial"] = True
             atomic_write_json(out_path, {**head, **result})  # a reader sees the old file or the new one
             written.append(out_path)
             scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
@@ -123,9 +128,12 @@ def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]
             raise ValueError("--arch and --name go with --pretrained, not --run")
         if not (args.out or args.out_dir):
             raise ValueError("--run needs --out or --out-dir")
-        model, cfg = load_model(args.run, device=args.device)
+        model, cfg, unfinished = load_run(args.run, device=args.device)
         head = {"run": str(args.run), "config_hash": cfg.result_hash(), "variant": cfg.variant_name,
                 "size": cfg.size, "seed": cfg.seed}
+        if unfinished:  # finished means finished: every result of this call says partial, and why
+            logging.warning("%s: PARTIAL result, %s", args.run, unfinished)
+            head["partial_reason"] = unfinished
         return model, head, args.out_dir
     layout, path = parse_spec(args.pretrained)
     name = args.name or f"{_alnum(path.stem)}-{_alnum(args.arch or '')}"

@@ -14,22 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError, check_sections, deep_merge, load_workflow_config, load_yaml
+from argent.config import ConfigError
+from argent.typed import load_merged_config
 from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
 from argent.plan.groups import build_plan, left_out_lines
 
-DEFAULT_CONFIG = Path("config") / "config.yaml"
-
-
 def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
     """The merged workflow config as the Snakefile sees it: the default, the file, the overrides."""
-    cfg: dict[str, Any] = {}
-    default = base_dir / DEFAULT_CONFIG
-    if merge_default and default.is_file() and default.resolve() != (base_dir / config).resolve():
-        cfg = load_yaml(default)
-    cfg = deep_merge(cfg, load_workflow_config(base_dir / config if not config.is_absolute() else config, overrides))
-    check_sections(cfg)
-    return cfg
+    return load_merged_config(config if config.is_absolute() else base_dir / config, overrides, base_dir, merge_default)
 
 
 def run(cfg: dict[str, Any], base_dir: Path, out: Any = None) -> str:

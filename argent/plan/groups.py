@@ -25,6 +25,7 @@ from argent.config import (
     experiment_from_dict,
     load_variants,
 )
+from argent.limits import check_seed
 
 TUNED_VARIANT = "argent-tuned"  # the tuned study's best trial, retrained (base variant + best.yaml)
 GROUP_KEYS = ("enabled", "variants", "sizes", "seeds", "overrides", "from", "optional", "tables", "note")
@@ -113,7 +114,8 @@ def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
             variants=_list(entry.get("variants"), f"{where}.variants", str, check_name),
             sizes=_list(entry.get("sizes", runs.get("sizes", ["tiny"])), f"{where}.sizes", str,
                         lambda v, w: check_name(v, f"{w} size")),
-            seeds=[int(k) for k in _list(entry.get("seeds", runs.get("seeds", [0])), f"{where}.seeds", int)],
+            seeds=[int(k) for k in _list(entry.get("seeds", runs.get("seeds", [0])),
+                                         f"{where}.seeds" if "seeds" in entry else "runs.seeds", int, check_seed)],
             overrides=overrides,
             borrow_from=_typed(entry.get("from", ""), str, f"{where}.from", "a group name"),
             optional=_typed(entry.get("optional", False), bool, f"{where}.optional", "true/false"),

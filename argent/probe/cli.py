@@ -11,6 +11,7 @@ from pathlib import Path
 from argent.config import ConfigError
 from argent.data.policy import BadDataError
 from argent.data.taxonomy import TaxonomyError
+from argent.limits import threads
 from argent.probe.config import ProbeOptions, load_probe_section
 from argent.probe.figure import plot_exposure
 from argent.probe.protocol import SPLITS
@@ -33,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--taxonomy", type=Path, help="'parent child' id edges (default: <probe.data>/taxonomy.txt)")
     p.add_argument("--names", type=Path, nargs="*", default=[], help="extra '<id>\\t<name>' files for hypernym names")
     p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    p.add_argument("--threads", type=threads, default=0, help="torch CPU threads (0 = torch default)")
     p.add_argument("--policy", choices=("skip", "strict"), default="skip", help="bad images: skip and count, or fail")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--figure", type=Path, nargs="+", help="probe JSONs to plot instead of probing")

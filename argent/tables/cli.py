@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from argent.cli import EXPECTED_EXIT
-from argent.config import load_workflow_config
 from argent.tables.run import TablesOptions, run
+from argent.typed import load_merged_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,8 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--claims", type=Path, default=None, help="claims file (default: tables.claims.file of the config)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set tables.main.group=main (repeatable)")
+    p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     args = p.parse_args(argv)
-    cfg = load_workflow_config(args.config, args.overrides)  # a missing file or a typo: one message
+    # a missing file or a typo: one message; merged over config/config.yaml as Snakemake does
+    cfg = load_merged_config(args.config, args.overrides, merge_default=not args.no_default)
     opts = TablesOptions(cfg, args.results, args.out, args.figures, args.curves, args.claims)
     try:
         run(opts)

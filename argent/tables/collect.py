@@ -26,7 +26,7 @@ from argent.plan.groups import Plan
 from argent.runs import read_metrics, run_parts
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
-               "value": pl.Float64}
+               "value": pl.Float64, "partial": pl.Boolean}  # partial: the evaluation JSON says so (marked † in the tables)
 DIAG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "step": pl.Int64, "key": pl.Utf8,
                "value": pl.Float64}
 
@@ -46,7 +46,7 @@ def collect(eval_dir: Path) -> pl.DataFrame:
             if value is None or _is_number(value):
                 number = None if value is None or math.isnan(value) else float(value)
                 rows.append({"group": group, "variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
-                             "metric": metric, "value": number})
+                             "metric": metric, "value": number, "partial": data.get("partial") is True})
     return pl.DataFrame(rows, schema=LONG_SCHEMA)
 
 

@@ -13,14 +13,14 @@ Layout comes from the workflow config's ``tables`` section:
 A cell is mean ± 95 % CI half-width over seeds with n (docs/statistics.md). A metric that a
 benchmark reports as null (PEP for CLIP) shows "n/a"; a row whose variant has no evaluation shows
 "not run", a column whose benchmark did not run for it "not evaluated"; "†" marks a cell computed
-from fewer seeds than the config trains. Published numbers are printed beside ours, in their own
+from fewer seeds than the config trains, or from an evaluation marked partial (an unfinished run). Published numbers are printed beside ours, in their own
 labelled tables, never mixed into our cells: they come from other data and budgets.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,8 @@ PARTIAL_MARK = "†"
 
 CELL_LEGEND = ("Cells: mean ± 95 % CI half-width over training seeds (Student t, n − 1 degrees of freedom), "
                "n = seeds; n=1: the single value, no interval. "
-               f"{PARTIAL_MARK} = partial input: fewer seeds than the config trains for that variant. "
+               f"{PARTIAL_MARK} = partial input: fewer seeds than the config trains for that variant, or an "
+               "evaluation marked partial (an unfinished run, skipped items). "
                "n/a = not defined for that model (e.g. PEP for CLIP); not run = the variant has no evaluation "
                "in this run; not evaluated = the benchmark did not run for it (e.g. real data absent).")
 
@@ -44,10 +45,11 @@ class Cell:
     summary: Summary
     status: str            # ok | n/a | not run | not evaluated
     n_configured: int
+    flagged: bool = False  # an evaluation JSON of the cell says partial (e.g. an unfinished run)
 
     @property
     def partial(self) -> bool:
-        return self.status == "ok" and self.summary.n < self.n_configured
+        return self.status == "ok" and (self.summary.n < self.n_configured or self.flagged)
 
 
 def seed_index(long: pl.DataFrame) -> dict[tuple[str, str, str, str], dict[int, float | None]]:
@@ -59,14 +61,14 @@ def seed_index(long: pl.DataFrame) -> dict[tuple[str, str, str, str], dict[int, 
 
 
 def make_cell(index: dict, present: set[tuple[str, str]], variant: str, size: str, benchmark: str, metric: str,
-              n_configured: int) -> Cell:
+              n_configured: int, flagged: bool = False) -> Cell:
     if (variant, size) not in present:
         return Cell(Summary(None, None, 0), "not run", n_configured)
     by_seed = index.get((variant, size, benchmark, metric))
     if by_seed is None:
         return Cell(Summary(None, None, 0), "not evaluated", n_configured)
     summary = mean_ci(by_seed.values())
-    return Cell(summary, "ok" if summary.n else "n/a", n_configured)
+    return Cell(summary, "ok" if summary.n else "n/a", n_configured, flagged)
 
 
 def cell_text(cell: Cell, scale: float) -> str:
@@ -84,11 +86,14 @@ class TableInput:
     present: set[tuple[str, str]]          # (variant, size) with any evaluation JSON
     sizes: list[str]
     seeds: dict[str, list[int]]            # variant -> configured seeds
+    flagged: set[tuple[str, str, str]] = field(default_factory=set)  # (variant, size, benchmark) of a partial JSON
 
     @classmethod
     def build(cls, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]]) -> "TableInput":
         present = set(zip(long["variant"].to_list(), long["size"].to_list()))
-        return cls(seed_index(long), present, sizes, seeds)
+        bad = long.filter(pl.col("partial")) if "partial" in long.columns else long.clear()
+        flagged = set(zip(bad["variant"].to_list(), bad["size"].to_list(), bad["benchmark"].to_list()))
+        return cls(seed_index(long), present, sizes, seeds, flagged)
 
 
 def layout(data: TableInput, rows: list[dict[str, str]], columns: list[dict[str, Any]],
@@ -103,7 +108,8 @@ def layout(data: TableInput, rows: list[dict[str, str]], columns: list[dict[str,
             line = {"row": row["label"], "size": size}
             for col in columns:
                 scale = float(col.get("scale", 1.0))
-                cell = make_cell(data.index, data.present, variant, size, col["benchmark"], col["metric"], n_conf)
+                cell = make_cell(data.index, data.present, variant, size, col["benchmark"], col["metric"], n_conf,
+                                 (variant, size, col["benchmark"]) in data.flagged)
                 line[col["label"]] = cell_text(cell, scale)
                 s = cell.summary
                 records.append({

@@ -11,6 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
+from argent.limits import threads
 from argent.tuning.run import TuneRequest, run
 
 __all__ = ["main"]
@@ -27,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--export-only", action="store_true", help="only write best.yaml, trials.csv, figures from storage")
     mode.add_argument("--no-export", action="store_true", help="run trials only (parallel workers; export later)")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--threads", type=threads, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     return p
 
 
@@ -36,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     mode = "export" if args.export_only else "trials" if args.no_export else "all"
     return run(TuneRequest(config=args.config, sets=args.sets, study=args.study, out=args.out, mode=mode,
-                           threads=args.threads))
+                           threads=args.threads, merge_default=not args.no_default))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, check_name, deep_merge, from_dict, load_yaml, parse_override
+from argent.config import ConfigError, check_name, from_dict, parse_override
 from argent.tuning.space import ParamSpace, check_space
+from argent.typed import load_merged_config
 
 __all__ = [
     "SamplerConfig",
@@ -146,21 +147,22 @@ def parse_tune(raw: Any, path: str = "tune") -> TuneConfig:
     return check_tune(from_dict(TuneConfig, dict(raw), path), path)
 
 
-def load_workflow(config_path: str | Path, sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
-    """The workflow config file with ``--set key.path=value`` overrides applied in order."""
-    cfg = load_yaml(config_path)
-    for text in sets:
+def load_workflow(config_path: str | Path, sets: list[str] | tuple[str, ...] = (),
+                  merge_default: bool = True) -> dict[str, Any]:
+    """The workflow config as Snakemake reads it: merged over config/config.yaml (unless
+    ``merge_default`` is false), ``--set key.path=value`` overrides applied in order."""
+    for text in sets:  # a malformed override is named as the --set it came from
         try:
-            cfg = deep_merge(cfg, parse_override(text))
+            parse_override(text)
         except ConfigError as err:
             raise ConfigError(f"--set {text!r}: {err}") from None
-    return cfg
+    return load_merged_config(config_path, sets, merge_default=merge_default)
 
 
 def load_tune(config_path: str | Path, sets: list[str] | tuple[str, ...] = (),
-              study: str | None = None) -> tuple[TuneConfig, dict[str, Any]]:
+              study: str | None = None, merge_default: bool = True) -> tuple[TuneConfig, dict[str, Any]]:
     """(TuneConfig, the whole workflow config) from a config file; ``study`` renames the study."""
-    cfg = load_workflow(config_path, sets)
+    cfg = load_workflow(config_path, sets, merge_default)
     if "tune" not in cfg:
         raise ConfigError(f"{config_path}: no 'tune:' section (docs/tuning.md lists its keys)")
     tune = parse_tune(cfg["tune"])

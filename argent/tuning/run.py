@@ -36,11 +36,12 @@ class TuneRequest:
     out: Path | None = None  # default: <results>/tune/<study>
     mode: Literal["all", "trials", "export"] = "all"  # trials only (parallel workers), export only, or both
     threads: int = 0  # torch CPU threads (0: torch's default)
+    merge_default: bool = True  # merge the config over config/config.yaml, as Snakemake does
 
 
 def resolve(request: TuneRequest) -> tuple[StudySpec, dict]:
     """The study's spec and the whole (overridden) workflow config."""
-    tune, workflow = load_tune(request.config, request.sets, request.study)
+    tune, workflow = load_tune(request.config, request.sets, request.study, request.merge_default)
     results = Path(workflow.get("results", "results"))
     out = request.out or results / "tune" / tune.study
     tracking = from_dict(TrackingConfig, workflow.get("tracking", {}) or {}, "tracking")

@@ -18,7 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from argent.config import ConfigError, from_dict, load_yaml
-from argent.data.hiershapes.generate import HiershapesParams, generate
+from argent.data.hiershapes.generate import MARKER, HiershapesParams, generate
+from argent.io import refuse_foreign
 
 _FLAGS = {  # flag -> field, type
     "--seed": ("seed", int),
@@ -45,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--colours", nargs="+", default=None, help="colour synsets (in the taxonomy file)")
     parser.add_argument("--jobs", "--workers", dest="jobs", type=int, default=min(os.cpu_count() or 1, 8),
                         help="worker processes (the output does not depend on it)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"replace an existing output folder made by argent synth (it holds {MARKER})")
     return parser
 
 
@@ -62,11 +64,21 @@ def resolve_params(args: argparse.Namespace) -> HiershapesParams:
     return from_dict(HiershapesParams, values, "hiershapes")
 
 
+def _legacy_hiershapes(out: Path) -> bool:
+    """A hiershapes folder written before the marker existed: its manifest names it."""
+    try:
+        return json.loads((out / "manifest.json").read_text()).get("name") == "hiershapes"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     start = time.perf_counter()
     try:
         params = resolve_params(args)
+        if args.overwrite and not _legacy_hiershapes(args.out):
+            refuse_foreign(args.out, MARKER, "argent synth")  # never replace the user's own folder
         manifest = generate(params, args.out, jobs=args.jobs, overwrite=args.overwrite)
     except (ConfigError, ValueError, FileExistsError) as err:  # VocabularyError is a ValueError
         print(f"argent synth: {err}", file=sys.stderr)

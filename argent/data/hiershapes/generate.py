@@ -60,6 +60,7 @@ from argent.data.manifest import SHARD_NAME
 from argent.data.shards import ShardWriter
 
 FORMAT_VERSION = 1
+MARKER = ".argent-hiershapes"  # says argent synth made the folder, so --overwrite may replace it
 DEFAULT_PALETTE: dict[str, tuple[int, int, int]] = {
     "red.n.01": (220, 30, 30), "orange.n.02": (245, 140, 20), "yellow.n.01": (235, 205, 20),
     "green.n.01": (40, 160, 60), "blue.n.01": (30, 80, 220), "purple.n.01": (130, 50, 170),
@@ -315,7 +316,7 @@ def _test_splits(params: HiershapesParams, root: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 
 
-def content_hash(root: str | Path, exclude: Iterable[str] = ("manifest.json",)) -> str:
+def content_hash(root: str | Path, exclude: Iterable[str] = ("manifest.json", MARKER)) -> str:
     """sha256 over (relative path, sha256 of bytes) of every file under ``root``, sorted by path."""
     root = Path(root)
     skip = set(exclude)
@@ -394,6 +395,7 @@ def generate(params: HiershapesParams, out: str | Path, *, jobs: int = 1, overwr
             "content_hash": content_hash(tmp),
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (tmp / MARKER).write_text("made by argent synth: `argent synth --overwrite` may replace this folder\n")
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             os.replace(out, old)
