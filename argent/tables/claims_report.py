@@ -94,9 +94,10 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
               f"Seeds for {POWER_TARGET:.0%} power: the fewest paired seeds at which the row's test, at the first Holm "
               f"step's level α/{max(tested_primary, 1)} (so at least that power under Holm), detects |Δ| = δ "
               "(difference) or declares equivalence when Δ = 0 (equivalence), with the variance components "
-              f"measured here. \"> {MAX_SEEDS}\": no number of seeds reaches it — with seeds+items the fixed test set's "
-              "item variance alone is too large; more test items are needed. Seed SD: the SD of the per-seed "
-              "differences on the whole test set.", "",
+              f"measured here. \"> {MAX_SEEDS}\": more than {MAX_SEEDS} paired seeds — the seed SD is large against δ, or "
+              "(seeds+items) the fixed test set's item variance alone keeps the interval wider than δ allows, so "
+              "more test items are needed, not more seeds. Seed SD: the SD of the per-seed differences on the whole "
+              "test set.", "",
               "| id | metric | size | test | δ | seed SD | n | seeds for 80 % power | verdict |", "|---|---|---|---|---|---|---|---|---|"]
     for r in primary:
         if r["p"] is None:
