@@ -63,7 +63,7 @@ def strict_yaml(text: str, where: str | Path) -> Any:
 def check_duplicate_keys(paths: typing.Iterable[str | Path]) -> None:
     """Raise ``ConfigError`` for the first repeated key in any of ``paths`` (files that exist and parse;
     other errors are left to the reader that owns the file). For readers that parse YAML themselves:
-    Snakemake's ``configfile:``, the claims file."""
+    Snakemake's ``configfile:``."""
     for path in paths:
         path = Path(path)
         if not path.is_file():

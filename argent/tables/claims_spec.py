@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from argent.typed import strict_yaml
 
 EXPECT = ("better", "worse", "equal")
 CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note"}
@@ -139,7 +139,7 @@ def _parse_margins(data: Any, where: str) -> dict[str, Margin]:
 def load_claims(path: Path) -> ClaimsSpec:
     """Parse and check config/claims.yaml (its header documents the format); roles come later."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = strict_yaml(Path(path).read_text(), path)  # a repeated key is an error naming file and line
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: claims file not found; set tables.claims.file in the workflow config") from None
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):

@@ -23,7 +23,6 @@ from argent.tables.domains import domain_check, training_domain
 from argent.tables.items import collect_items
 from argent.tables.cost import write_cost_tables
 from argent.plan.groups import Plan, build_plan
-from argent.typed import check_duplicate_keys
 from argent.runs import RunFolder, hardware_classes, read_provenance, run_dir
 from argent.tables.collect import (collect, collect_diagnostics, collect_skips, configured_seeds, configured_variants,
                                    group_sizes, listed_runs, qualify, skips_footnote)
@@ -80,7 +79,6 @@ def claims_spec(opts: TablesOptions) -> ClaimsSpec:
     path = opts.claims_file or (Path(section["file"]) if section.get("file") else None)
     if path is None:
         raise ValueError("tables.claims.file: not set; point it at the claims file (config/claims.yaml)")
-    check_duplicate_keys([path])  # claims_spec.py parses the file itself; a repeated key would win silently
     spec = load_claims(path)
     spec.roles = parse_roles(section.get("metrics") or {})
     return spec
