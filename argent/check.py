@@ -15,7 +15,6 @@ import argparse
 import itertools
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,60 +26,15 @@ from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
+from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
 from argent.runs import require_device
 from argent.typed import load_merged_config
 
-BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
 SAMPLE_RECORDS = 4
 
 
 class PreflightError(ArgentError):
     """Something the config enables cannot run; the message lists every problem found."""
-
-
-@dataclass
-class Finding:
-    key: str  # config key path
-    path: str
-    status: str  # ok | produced | missing-optional | missing | unreadable | counted (skip mode goes on)
-    detail: str = ""
-
-
-def produced_prefixes(cfg: dict[str, Any]) -> tuple[str, ...]:
-    """Folders the workflow writes itself: their files do not exist before the DAG runs."""
-    return tuple(str(Path(p)) for p in (cfg.get("results", "results"), (cfg.get("hiershapes") or {}).get("out", "")) if p)
-
-
-def _produced(path: str, prefixes: tuple[str, ...]) -> bool:
-    return any(path == p or path.startswith(p + "/") for p in prefixes)
-
-
-def benchmark_findings(name: str, entry: dict[str, Any], prefixes: tuple[str, ...], base_dir: Path) -> list[Finding]:
-    """One finding per data path of ``benchmarks.<name>``."""
-    out = []
-    optional = bool(entry.get("optional", False))
-    for key in BENCHMARK_PATH_KEYS:
-        value = entry.get(key)
-        if not isinstance(value, str) or not value:
-            continue
-        where = f"benchmarks.{name}.{key}"
-        if _produced(value, prefixes):
-            out.append(Finding(where, value, "produced"))
-        elif not (base_dir / value).exists():
-            out.append(Finding(where, value, "missing-optional" if optional else "missing"))
-        else:
-            out.append(Finding(where, value, "ok"))
-    return out
-
-
-def missing_required(findings: list[Finding]) -> str | None:
-    bad = [f for f in findings if f.status in ("missing", "unreadable")]
-    if not bad:
-        return None
-    lines = [f"{f.key}: {f.path}: {'not found' if f.status == 'missing' else f.detail}" for f in bad]
-    if any(f.status == "missing" for f in bad):
-        lines.append("fix the path(s), or mark a benchmark `optional: true` to run without it when absent")
-    return "\n  ".join(lines)
 
 
 def _sample_shards(pattern: str, fmt: str, min_box_area: int) -> str:
@@ -145,7 +99,7 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
             continue
         seen.add(shards)
         counted = _manifest_finding(key, shards, data.get("bad_data", "skip"))
-        if _produced(shards, prefixes):
+        if is_produced(shards, prefixes):
             findings.append(counted or Finding(key, shards, "produced"))
             continue
         try:

@@ -32,8 +32,8 @@ from argent.identity import first_difference
 from argent.io import ArgentError, atomic_write_json, read_json
 from argent.plan.cli import merged_config
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, run_experiment
-from argent.runs import (RUNS_DIR, CheckpointError, RunFolder, read_checkpoint, read_run_config, run_parts,
-                         stamped_version)
+from argent.layout import RUNS_DIR, RunFolder, run_parts
+from argent.runs import CheckpointError, read_checkpoint, read_run_config, stamped_version
 
 
 @dataclass

@@ -1,7 +1,6 @@
-"""The run folder: the one place that knows its layout and how to read it.
+"""Reading and writing a run folder (its layout: argent/layout.py).
 
-A workflow's results folder holds ``runs/<group>/<variant>-<size>/seed<k>/``, one run per folder
-(``<group>``: the experiment group of the workflow config, argent/plan/groups.py):
+A run folder ``<results>/runs/<group>/<variant>-<size>/seed<k>/`` holds:
 
 - ``config.yaml``: the fully resolved ``ExperimentConfig``;
 - ``metrics.jsonl``: every logged number, one JSON record per line (a torn last line, left by a
@@ -26,7 +25,6 @@ import pickle
 import shutil
 import time
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +32,13 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from argent.config import IDENTITY_VERSION, NAME_RE, SIZE_RE, ConfigError, ExperimentConfig, experiment_from_resolved
+from argent.config import IDENTITY_VERSION, ConfigError, ExperimentConfig, experiment_from_resolved
 from argent.identity import legacy_hash
 from argent.io import ArgentError, atomic_write_json, read_json
+from argent.layout import CHECKPOINT, CONFIG, SUMMARY, RunFolder
 from argent.models import DualEncoder, build_model
 
 log = logging.getLogger("argent.runs")
-
-RUNS_DIR = "runs"  # <results>/runs/<group>/<variant>-<size>/seed<k>
-CONFIG = "config.yaml"
-METRICS = "metrics.jsonl"
-CHECKPOINT = "checkpoint.pt"
-SUMMARY = "summary.json"
-PROVENANCE = "provenance.json"
-CURVES = "curves.png"
-STAGING = ".staging"
-MLFLOW_RECORD = "mlflow_run.json"  # which MLflow run mirrors the folder (argent/tracking/)
 
 
 class CheckpointError(ArgentError):
@@ -64,115 +53,7 @@ class RunNotFound(CheckpointError, FileNotFoundError):
     """The folder holds no run (no config.yaml) or no checkpoint yet."""
 
 
-@dataclass(frozen=True)
-class RunFolder:
-    root: Path
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "root", Path(self.root))
-
-    @property
-    def config(self) -> Path:
-        return self.root / CONFIG
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / METRICS
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.root / CHECKPOINT
-
-    @property
-    def summary(self) -> Path:
-        return self.root / SUMMARY
-
-    @property
-    def curves(self) -> Path:
-        return self.root / CURVES
-
-    @property
-    def provenance(self) -> Path:
-        return self.root / PROVENANCE
-
-    @property
-    def staging(self) -> RunFolder:
-        return RunFolder(self.root / STAGING)
-
-    def stale_temp_files(self) -> list[Path]:
-        """Temp files ``argent.io.atomic_output`` leaves when its writer is killed mid-write."""
-        names = (CONFIG, METRICS, CHECKPOINT, SUMMARY, CURVES, PROVENANCE)
-        return sorted(p for name in names for p in self.root.glob(f".{Path(name).stem}.*{Path(name).suffix}")
-                      if p.is_file())
-
-    def results_root(self) -> Path:
-        """The results folder above ``runs/``; a folder outside that layout is its own root."""
-        parents = self.root.resolve().parents  # <results>/runs/<group>/<variant>-<size>/seed<k>
-        return parents[3] if len(parents) > 3 and parents[2].name == RUNS_DIR else self.root.resolve()
-
-
-def run_name(variant: str, size: str) -> str:
-    return f"{variant}-{size}"
-
-
-def split_run(name: str) -> tuple[str, str]:
-    """``<variant>-<size>`` -> (variant, size); sizes contain no '-' (``config.SIZE_RE``)."""
-    variant, _, size = name.rpartition("-")
-    return variant, size
-
-
-def run_dir(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
-    return Path(results) / RUNS_DIR / group / run_name(variant, size) / f"seed{seed}"
-
-
-def eval_dir(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
-    """Where the workflow writes a run's evaluation JSON (one file per benchmark)."""
-    return Path(results) / "eval" / group / run_name(variant, size) / f"seed{seed}"
-
-
-PRETRAINED_GROUP = "pretrained"  # eval/pretrained/<family>-<size>/seed0: a released model, read like a run
-
-
-def pretrained_eval_dir(results: str | Path, name: str) -> Path:
-    """Where a released model's evaluation JSON goes: ``<results>/eval/pretrained/<name>/seed0``.
-
-    ``name`` is ``<family>-<size>`` (``hycoclip-S``, ``openclip_laion2b-B32``) so that the tables read
-    the folder as they read a run's (group ``pretrained``, one "seed": the released weights)."""
-    variant, size = split_run(name)
-    if not NAME_RE.match(variant) or not SIZE_RE.match(size):
-        raise ValueError(f"released-model name {name!r}: expected <family>-<size> (a variant name and a size of "
-                         f"letters and digits), e.g. hycoclip-S or meru-L")
-    return eval_dir(results, PRETRAINED_GROUP, variant, size, 0)
-
-
-def run_parts(seed_folder: Path) -> tuple[str, str, str, int]:
-    """``.../<group>/<variant>-<size>/seed<k>`` -> (group, variant, size, k)."""
-    seed_folder = Path(seed_folder)
-    try:
-        seed = int(seed_folder.name.removeprefix("seed"))
-    except ValueError:
-        raise ValueError(f"{seed_folder}: expected a folder named seed<k>") from None
-    variant, size = split_run(seed_folder.parent.name)
-    return seed_folder.parent.parent.name, variant, size, seed
-
-
-def results_tracking_uri(results: str | Path) -> str:
-    """The default MLflow store: SQLite in the results folder (four slashes: an absolute path)."""
-    return f"sqlite:///{(Path(results) / 'mlflow.db').resolve()}"
-
-
-def default_tracking_uri(run_dir: str | Path) -> str:
-    """The default MLflow store of a run folder: the one of its results folder."""
-    return results_tracking_uri(RunFolder(Path(run_dir)).results_root())
-
-
 # ---- reading ---------------------------------------------------------------------------------
-
-
-def eval_dir_of(run_dir: str | Path) -> Path:
-    """Where the workflow writes a run's evaluation JSON: ``<results>/eval/<group>/<variant>-<size>/seed<k>``."""
-    run_dir = Path(run_dir).resolve()
-    return RunFolder(run_dir).results_root() / "eval" / run_dir.parent.parent.name / run_dir.parent.name / run_dir.name
 
 
 def write_provenance(run: RunFolder, record: dict[str, Any]) -> None:

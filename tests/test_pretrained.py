@@ -27,9 +27,9 @@ from argent.evaluation.cli import main as evaluate_main
 from argent.evaluation.encoding import encode_pil_images, encode_texts, image_transform
 from argent.models.pretrained import PretrainedError, load_pretrained
 from argent.models.pretrained.base import load_strict, read_state_dict
-from argent.models.pretrained.entries import available_entries, parse_pretrained_section
 from argent.models.pretrained.meru_layout import MERU_ARCHS, adapter_from_state_dict, meru_layout
 from argent.models.pretrained.meru_towers import MeruArch
+from argent.plan.pretrained import LAYOUTS, available_entries, parse_pretrained_section
 from argent.tables.collect import collect
 from argent.tables.released import released_table
 from argent.typed import ConfigError
@@ -374,3 +374,11 @@ def test_pretrained_section_entries_and_their_errors(tmp_path: Path) -> None:
                          ({"a-S": {**raw["hycoclip-S"], "pth": "x"}}, r"pretrained.a-S: unknown key\(s\) \['pth'\]")]:
         with pytest.raises(ConfigError, match=message):
             parse_pretrained_section(bad, tmp_path)
+
+
+def test_the_workflow_side_layout_list_names_every_meru_arch():
+    """LAYOUTS lives torch-free in argent.plan.pretrained (the Snakefile reads it); its --arch hint
+    must list what the loader accepts."""
+    for layout in ("meru", "meru_clip"):
+        hinted = LAYOUTS[layout].split("--arch ")[1].split(" | ")
+        assert hinted == list(MERU_ARCHS), (layout, hinted)

@@ -19,7 +19,8 @@ from argent.models import build_model
 from argent.plan.cli import merged_config
 from argent.plan.groups import RunKey, build_plan, run_experiment, run_identity
 from argent.restamp import restamp_run
-from argent.runs import CheckpointError, load_model, run_dir
+from argent.layout import run_dir
+from argent.runs import CheckpointError, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

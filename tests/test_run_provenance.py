@@ -11,7 +11,8 @@ from argent.config import IDENTITY_VERSION, experiment_from_dict
 from argent.engine.trainer import train
 from argent.plan.cli import merged_config
 from argent.plan.groups import build_plan
-from argent.runs import hardware_class, hardware_classes, read_provenance, run_dir
+from argent.layout import run_dir
+from argent.runs import hardware_class, hardware_classes, read_provenance
 from argent.tables.paper import hardware_footnote
 from argent.tables.run import hardware_note
 

@@ -43,11 +43,10 @@ from argent.io import ArgentError, atomic_write_text, flatten
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
+from argent.layout import RunFolder, default_tracking_uri
 from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
     ResumeMismatch,
-    RunFolder,
     clean_stale,
-    default_tracking_uri,
     promote,
     read_checkpoint,
     read_metrics,

@@ -41,7 +41,8 @@ from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, file_sha256
 from argent.limits import threads
 from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
-from argent.runs import load_run, pretrained_eval_dir
+from argent.layout import pretrained_eval_dir
+from argent.runs import load_run
 from argent.tracking import log_evaluation, log_released
 from argent.typed import load_workflow_config
 

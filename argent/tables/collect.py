@@ -23,7 +23,8 @@ import yaml
 
 from argent.io import flatten, read_json
 from argent.plan.groups import Plan
-from argent.runs import read_metrics, run_parts
+from argent.layout import run_parts
+from argent.runs import read_metrics
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
                "value": pl.Float64, "partial": pl.Boolean}  # partial: the evaluation JSON says so (marked † in the tables)

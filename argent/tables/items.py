@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from argent.io import ReadError, read_json
-from argent.runs import run_parts
+from argent.layout import run_parts
 
 __all__ = ["ItemKey", "collect_items"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from argent.io import flatten, read_json
-from argent.runs import PRETRAINED_GROUP
+from argent.layout import PRETRAINED_GROUP
 
 NOTE = "released, not trained here"
 

@@ -23,7 +23,8 @@ from argent.tables.domains import domain_check, training_domain
 from argent.tables.items import collect_items
 from argent.tables.cost import write_cost_tables
 from argent.plan.groups import Plan, build_plan
-from argent.runs import RunFolder, hardware_classes, read_provenance, run_dir
+from argent.layout import RunFolder, run_dir
+from argent.runs import hardware_classes, read_provenance
 from argent.tables.collect import (collect, collect_diagnostics, collect_skips, configured_seeds, configured_variants,
                                    group_sizes, listed_runs, qualify, skips_footnote)
 from argent.tables.figures import copy_run_figures, training_curves

@@ -25,8 +25,8 @@ import yaml
 
 from argent.config import ConfigError
 from argent.io import ArgentError
-from argent.runs import (MLFLOW_RECORD as RUN_RECORD, default_tracking_uri, eval_dir_of, read_metrics,
-                         read_run_config, results_tracking_uri)
+from argent.layout import MLFLOW_RECORD as RUN_RECORD, default_tracking_uri, eval_dir_of, results_tracking_uri
+from argent.runs import read_metrics, read_run_config
 from argent.tracking.tags import git_commit, run_tags
 from argent.tracking.tracker import Tracker
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from argent.runs import RunFolder
+from argent.layout import RunFolder
 from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, free_port, workflow_config
 
 pytestmark = pytest.mark.stack

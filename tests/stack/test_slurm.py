@@ -22,7 +22,8 @@ import torch
 import yaml
 from stackutil import ROOT, child_env, script
 
-from argent.runs import RunFolder, read_metrics, run_dir
+from argent.layout import RunFolder, run_dir
+from argent.runs import read_metrics
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1800)]  # a DAG of 27 Slurm jobs on 2 cores (~8 min)
 
@@ -36,6 +37,7 @@ SHARED = ROOT.parent / "shared"
 SITE = ["--slurm-status-command", "squeue", "--slurm-no-account", "--slurm-init-seconds-before-status-checks", "1",
         "--seconds-between-status-checks", "1",
         "--default-resources", "slurm_partition=debug", "cpus_per_task=1", "mem_mb=1000", "runtime=30"]
+TUNING_GROUP = "tuning"  # config/config.yaml groups: the variant trained from the study's best.yaml
 SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
 
@@ -137,9 +139,15 @@ def test_smoke_dag_runs_as_slurm_jobs_and_matches_a_local_run(smoke_on_slurm, tm
         keys = [c for c in a.columns if a[c].dtype == pl.String]
         a, b = a.sort(keys), b.sort(keys)
         assert a.select(keys).equals(b.select(keys))
+        # The tuned variant is exempt from equal numbers: two Optuna workers run their trials at once, so
+        # which worker's seeded sampler draws which trial, and whether the median pruner stops a trial,
+        # depend on the jobs' timing; best.yaml, and so argent-tuned's training, may differ between runs.
+        timed = [row.startswith(f"{TUNING_GROUP}/") for row in a["row"]]
         for column in (c for c in a.columns if c not in keys):
-            differ = [(row, x, y) for row, x, y in zip(a["row"], a[column], b[column]) if not same_number(x, y)]
+            differ = [(row, x, y) for row, x, y, skip in zip(a["row"], a[column], b[column], timed)
+                      if not skip and not same_number(x, y)]
             assert not differ, (name, column, differ[:5])
+        assert not all(timed), f"{name}: every row is the tuned variant's; nothing was compared"
 
 
 def test_two_tune_workers_as_slurm_jobs_on_postgresql_finish_exactly_the_budget(smoke_on_slurm, stack):

@@ -136,7 +136,7 @@ def test_track_on_a_torn_config_names_the_file(finished_run, argent):
 
 
 def test_default_tracking_store_is_in_the_results_folder(tmp_path):
-    from argent.runs import default_tracking_uri, run_dir
+    from argent.layout import default_tracking_uri, run_dir
 
     run = run_dir(tmp_path / "results", "main", "meru", "tiny", 0)
     assert default_tracking_uri(run) == f"sqlite:///{(tmp_path / 'results' / 'mlflow.db').resolve()}"

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import yaml
 
-from argent.check import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
+from argent.plan.preflight import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
 from argent.config import ConfigError, check_name
 from argent.io import file_sha256
 from argent.plan.cost import cost_line
 from argent.plan.groups import (TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, run_identity,
                                  uses_negatives)
-from argent.models.pretrained.entries import available_entries, parse_pretrained_section
-from argent.runs import eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
+from argent.plan.pretrained import available_entries, parse_pretrained_section
+from argent.layout import eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
 
 ROOT = Path(workflow.basedir)
 RESULTS = Path(config["results"])

@@ -18,16 +18,11 @@ from pathlib import Path
 import torch
 
 from argent.models.pretrained.base import PretrainedConfig, PretrainedError, PretrainedModel
-from argent.models.pretrained.meru_layout import MERU_ARCHS, load_meru
+from argent.models.pretrained.meru_layout import load_meru
 from argent.models.pretrained.open_clip_adapter import load_open_clip
+from argent.plan.pretrained import LAYOUTS
 
 __all__ = ["LAYOUTS", "PretrainedConfig", "PretrainedError", "PretrainedModel", "load_pretrained", "parse_spec"]
-
-LAYOUTS = {
-    "meru": "MERU / HyCoCLIP checkpoint (hyperbolic); --arch " + " | ".join(MERU_ARCHS),
-    "meru_clip": "CLIP baseline of MERU / HyCoCLIP (Euclidean); --arch " + " | ".join(MERU_ARCHS),
-    "open_clip": "open_clip model; --arch an open_clip architecture name (e.g. ViT-B-32)",
-}
 
 
 def parse_spec(spec: str) -> tuple[str, Path]:

@@ -9,7 +9,7 @@
         optional: true                  # absent file: skipped with one line (default: an error)
 
 Each entry is evaluated by the ``evaluate_pretrained`` rule on every benchmark ``evaluate.benchmarks``
-names, into ``<results>/eval/pretrained/<name>/seed0/<benchmark>.json`` (``runs.pretrained_eval_dir``).
+names, into ``<results>/eval/pretrained/<name>/seed0/<benchmark>.json`` (``argent.layout.pretrained_eval_dir``).
 """
 
 from __future__ import annotations
@@ -18,11 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argent.models.pretrained import LAYOUTS
-from argent.runs import PRETRAINED_GROUP, pretrained_eval_dir
+from argent.layout import PRETRAINED_GROUP, pretrained_eval_dir
 from argent.typed import ConfigError, from_dict
 
-__all__ = ["PretrainedEntry", "available_entries", "parse_pretrained_section"]
+__all__ = ["LAYOUTS", "PretrainedEntry", "available_entries", "parse_pretrained_section"]
+
+# The checkpoint layouts argent.models.pretrained loads. Here, not there: the Snakefile parses this
+# section on every job and must not import torch to do it.
+LAYOUTS = {
+    "meru": "MERU / HyCoCLIP checkpoint (hyperbolic); --arch vit_s | vit_b | vit_l",
+    "meru_clip": "CLIP baseline of MERU / HyCoCLIP (Euclidean); --arch vit_s | vit_b | vit_l",
+    "open_clip": "open_clip model; --arch an open_clip architecture name (e.g. ViT-B-32)",
+}
 
 
 @dataclass(frozen=True)

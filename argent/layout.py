@@ -1,0 +1,185 @@
+"""The results layout: the one place that knows where every output of a workflow lives.
+
+A workflow's results folder (``results:`` of the config) holds::
+
+    <results>/
+      runs/<group>/<variant>-<size>/seed<k>/   one training run (RunFolder; read by argent.runs)
+      eval/<group>/<variant>-<size>/seed<k>/   its evaluation JSON, one file per benchmark
+      eval/pretrained/<family>-<size>/seed0/   a released model's, read like a run's
+      tables/ figures/ tune/<study>/ data/ logs/ benchmarks/ mlflow.db preflight.json
+
+``<group>`` is an experiment group of the workflow config (argent/plan/groups.py). A run folder holds:
+
+- ``config.yaml``: the fully resolved ``ExperimentConfig``;
+- ``metrics.jsonl``: every logged number, one JSON record per line;
+- ``checkpoint.pt``: model, optimiser, scheduler, step, RNG states and the config hash (atomic);
+- ``provenance.json``: what the run ran on, outside its identity;
+- ``summary.json``: written last; its presence means the run finished;
+- ``.staging/``: a fresh run until its first checkpoint exists (docs/reliability.md).
+
+Paths only: no torch, so that the Snakefile, which imports this on every job, parses in a moment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from argent.config import NAME_RE, SIZE_RE
+
+RUNS_DIR = "runs"  # <results>/runs/<group>/<variant>-<size>/seed<k>
+EVAL_DIR = "eval"  # <results>/eval/<group>/<variant>-<size>/seed<k>/<benchmark>.json
+CONFIG = "config.yaml"
+METRICS = "metrics.jsonl"
+CHECKPOINT = "checkpoint.pt"
+SUMMARY = "summary.json"
+PROVENANCE = "provenance.json"
+CURVES = "curves.png"
+STAGING = ".staging"
+MLFLOW_RECORD = "mlflow_run.json"  # which MLflow run mirrors the folder (argent/tracking/)
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / METRICS
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / CHECKPOINT
+
+    @property
+    def summary(self) -> Path:
+        return self.root / SUMMARY
+
+    @property
+    def curves(self) -> Path:
+        return self.root / CURVES
+
+    @property
+    def provenance(self) -> Path:
+        return self.root / PROVENANCE
+
+    @property
+    def staging(self) -> RunFolder:
+        return RunFolder(self.root / STAGING)
+
+    def stale_temp_files(self) -> list[Path]:
+        """Temp files ``argent.io.atomic_output`` leaves when its writer is killed mid-write."""
+        names = (CONFIG, METRICS, CHECKPOINT, SUMMARY, CURVES, PROVENANCE)
+        return sorted(p for name in names for p in self.root.glob(f".{Path(name).stem}.*{Path(name).suffix}")
+                      if p.is_file())
+
+    def results_root(self) -> Path:
+        """The results folder above ``runs/``; a folder outside that layout is its own root."""
+        parents = self.root.resolve().parents  # <results>/runs/<group>/<variant>-<size>/seed<k>
+        return parents[3] if len(parents) > 3 and parents[2].name == RUNS_DIR else self.root.resolve()
+
+
+def run_name(variant: str, size: str) -> str:
+    return f"{variant}-{size}"
+
+
+def split_run(name: str) -> tuple[str, str]:
+    """``<variant>-<size>`` -> (variant, size); sizes contain no '-' (``config.SIZE_RE``)."""
+    variant, _, size = name.rpartition("-")
+    return variant, size
+
+
+def run_dir(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
+    return Path(results) / RUNS_DIR / group / run_name(variant, size) / f"seed{seed}"
+
+
+def eval_dir(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
+    """Where the workflow writes a run's evaluation JSON (one file per benchmark)."""
+    return Path(results) / EVAL_DIR / group / run_name(variant, size) / f"seed{seed}"
+
+
+PRETRAINED_GROUP = "pretrained"  # eval/pretrained/<family>-<size>/seed0: a released model, read like a run
+
+
+def pretrained_eval_dir(results: str | Path, name: str) -> Path:
+    """Where a released model's evaluation JSON goes: ``<results>/eval/pretrained/<name>/seed0``.
+
+    ``name`` is ``<family>-<size>`` (``hycoclip-S``, ``openclip_laion2b-B32``) so that the tables read
+    the folder as they read a run's (group ``pretrained``, one "seed": the released weights)."""
+    variant, size = split_run(name)
+    if not NAME_RE.match(variant) or not SIZE_RE.match(size):
+        raise ValueError(f"released-model name {name!r}: expected <family>-<size> (a variant name and a size of "
+                         f"letters and digits), e.g. hycoclip-S or meru-L")
+    return eval_dir(results, PRETRAINED_GROUP, variant, size, 0)
+
+
+def run_parts(seed_folder: Path) -> tuple[str, str, str, int]:
+    """``.../<group>/<variant>-<size>/seed<k>`` -> (group, variant, size, k)."""
+    seed_folder = Path(seed_folder)
+    try:
+        seed = int(seed_folder.name.removeprefix("seed"))
+    except ValueError:
+        raise ValueError(f"{seed_folder}: expected a folder named seed<k>") from None
+    variant, size = split_run(seed_folder.parent.name)
+    return seed_folder.parent.parent.name, variant, size, seed
+
+
+def results_tracking_uri(results: str | Path) -> str:
+    """The default MLflow store: SQLite in the results folder (four slashes: an absolute path)."""
+    return f"sqlite:///{(Path(results) / 'mlflow.db').resolve()}"
+
+
+def default_tracking_uri(run_dir: str | Path) -> str:
+    """The default MLflow store of a run folder: the one of its results folder."""
+    return results_tracking_uri(RunFolder(Path(run_dir)).results_root())
+
+
+def eval_dir_of(run_dir: str | Path) -> Path:
+    """Where the workflow writes a run's evaluation JSON: ``<results>/eval/<group>/<variant>-<size>/seed<k>``."""
+    run_dir = Path(run_dir).resolve()
+    return RunFolder(run_dir).results_root() / EVAL_DIR / run_dir.parent.parent.name / run_dir.parent.name / run_dir.name
+
+
+@dataclass(frozen=True)
+class Results:
+    """The top-level folders of a results folder (the layout in this module's docstring)."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def runs(self) -> Path:
+        return self.root / RUNS_DIR
+
+    @property
+    def eval(self) -> Path:
+        return self.root / EVAL_DIR
+
+    @property
+    def tables(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def benchmarks(self) -> Path:
+        """Snakemake's per-job records (``benchmark:`` of every rule)."""
+        return self.root / "benchmarks"
+
+    def tune(self, study: str) -> Path:
+        return self.root / "tune" / study
+
+    @property
+    def tracking_uri(self) -> str:
+        return results_tracking_uri(self.root)

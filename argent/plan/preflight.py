@@ -1,0 +1,61 @@
+"""Where the workflow's data paths stand before it runs: found, made by the workflow itself, or missing.
+
+The path half of the preflight (argent/check.py reads the data through its real readers). Paths only,
+no torch: the Snakefile runs these checks while it parses, on every job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BENCHMARK_PATH_KEYS", "Finding", "benchmark_findings", "is_produced", "missing_required", "produced_prefixes"]
+
+BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
+
+
+@dataclass
+class Finding:
+    key: str  # config key path
+    path: str
+    status: str  # ok | produced | missing-optional | missing | unreadable | counted (skip mode goes on)
+    detail: str = ""
+
+
+def produced_prefixes(cfg: dict[str, Any]) -> tuple[str, ...]:
+    """Folders the workflow writes itself: their files do not exist before the DAG runs."""
+    return tuple(str(Path(p)) for p in (cfg.get("results", "results"), (cfg.get("hiershapes") or {}).get("out", "")) if p)
+
+
+def is_produced(path: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether ``path`` lies in a folder the workflow writes (``produced_prefixes``)."""
+    return any(path == p or path.startswith(p + "/") for p in prefixes)
+
+
+def benchmark_findings(name: str, entry: dict[str, Any], prefixes: tuple[str, ...], base_dir: Path) -> list[Finding]:
+    """One finding per data path of ``benchmarks.<name>``."""
+    out = []
+    optional = bool(entry.get("optional", False))
+    for key in BENCHMARK_PATH_KEYS:
+        value = entry.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        where = f"benchmarks.{name}.{key}"
+        if is_produced(value, prefixes):
+            out.append(Finding(where, value, "produced"))
+        elif not (base_dir / value).exists():
+            out.append(Finding(where, value, "missing-optional" if optional else "missing"))
+        else:
+            out.append(Finding(where, value, "ok"))
+    return out
+
+
+def missing_required(findings: list[Finding]) -> str | None:
+    bad = [f for f in findings if f.status in ("missing", "unreadable")]
+    if not bad:
+        return None
+    lines = [f"{f.key}: {f.path}: {'not found' if f.status == 'missing' else f.detail}" for f in bad]
+    if any(f.status == "missing" for f in bad):
+        lines.append("fix the path(s), or mark a benchmark `optional: true` to run without it when absent")
+    return "\n  ".join(lines)
