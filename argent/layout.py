@@ -6,7 +6,7 @@ A workflow's results folder (``results:`` of the config) holds::
       runs/<group>/<variant>-<size>/seed<k>/   one training run (RunFolder; read by argent.runs)
       eval/<group>/<variant>-<size>/seed<k>/   its evaluation JSON, one file per benchmark
       eval/pretrained/<family>-<size>/seed0/   a released model's, read like a run's
-      tables/ figures/ tune/<study>/ data/ logs/ benchmarks/ mlflow.db preflight.json
+      tables/ figures/ probe/ tune/<study>/ data/ logs/ benchmarks/ mlflow.db preflight.json
 
 ``<group>`` is an experiment group of the workflow config (argent/plan/groups.py). A run folder holds:
 
@@ -171,6 +171,10 @@ class Results:
     @property
     def figures(self) -> Path:
         return self.root / "figures"
+
+    @property
+    def probe(self) -> Path:
+        return self.root / "probe"
 
     @property
     def benchmarks(self) -> Path:

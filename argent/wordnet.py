@@ -12,6 +12,8 @@ import os
 import shutil
 import tempfile
 import warnings
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -69,21 +71,28 @@ def load_wordnet(location: str | Path | None = None) -> Any:
 
     if folder is not None and str(folder) not in nltk.data.path:
         nltk.data.path.insert(0, str(folder))
-    for resource in ("corpora/wordnet.zip/wordnet/", "corpora/wordnet"):  # NLTK's own search order
-        try:
-            nltk.data.find(resource)
-            break
-        except LookupError:
-            continue
-    else:
-        where = f"under {folder}" if folder else "in NLTK_DATA or NLTK's default folders"
-        raise WordNetNotFound(f"no WordNet {where}. {HOW_TO_GET}") from None
-    from nltk.corpus import wordnet
+    where = folder / "corpora" / "wordnet.zip" if folder else "WordNet in NLTK_DATA or NLTK's default folders"
+    try:
+        for resource in ("corpora/wordnet.zip/wordnet/", "corpora/wordnet"):  # NLTK's own search order
+            try:
+                nltk.data.find(resource)
+                break
+            except LookupError:
+                continue
+        else:
+            found = f"under {folder}" if folder else "in NLTK_DATA or NLTK's default folders"
+            raise WordNetNotFound(f"no WordNet {found}. {HOW_TO_GET}") from None
+        from nltk.corpus import wordnet
 
-    with warnings.catch_warnings():
-        # Without the multilingual OMW corpus NLTK warns once; argent uses English only.
-        warnings.filterwarnings("ignore", message="The multilingual functions are not available")
-        wordnet.ensure_loaded()
+        with warnings.catch_warnings():
+            # Without the multilingual OMW corpus NLTK warns once; argent uses English only.
+            warnings.filterwarnings("ignore", message="The multilingual functions are not available")
+            wordnet.ensure_loaded()
+    except (zipfile.BadZipFile, zlib.error, EOFError, LookupError, UnicodeDecodeError) as err:
+        # A truncated or corrupt zip fails inside NLTK's reader (no central directory, a bad CRC, a
+        # short member); LookupError: a zip without the wordnet/ members NLTK reads.
+        raise WordNetNotFound(f"{where}: not a readable WordNet ({type(err).__name__}: {err}); replace it with an "
+                              f"intact copy. {HOW_TO_GET}") from None
     if wordnet.get_version() != "3.0":
         warnings.warn(f"WordNet {wordnet.get_version()} loaded; argent's design assumes 3.0", stacklevel=2)
     _LOADED[cache_key] = wordnet

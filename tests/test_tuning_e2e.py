@@ -70,8 +70,13 @@ def test_tune_cli_two_tiny_trials(tmp_path: Path, data: Path, monkeypatch: pytes
     torch.set_num_threads(1)
     monkeypatch.chdir(tmp_path)
     cfg = workflow_config(tmp_path, data)
-    config = tmp_path / "config" / "config.yaml"
-    config.parent.mkdir()
+    # A relative variants_file is read from the working folder, as `argent train` reads it, wherever
+    # the config file lies.
+    (tmp_path / "catalogue").mkdir()
+    shutil.copy(ROOT / "config" / "variants.yaml", tmp_path / "catalogue" / "variants.yaml")
+    cfg["variants_file"] = "catalogue/variants.yaml"
+    config = tmp_path / "studies" / "weights" / "config.yaml"
+    config.parent.mkdir(parents=True)
     config.write_text(yaml.safe_dump(cfg))
 
     two = ["--set", "tune.n_trials=2"]  # --set overrides the config file's budget of 5

@@ -24,6 +24,7 @@ from argent.config import (
     deep_merge,
     experiment_from_dict,
     load_variants,
+    parse_override,
 )
 from argent.limits import check_seed
 
@@ -231,6 +232,8 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             plan.left_out.append((group.name, reason))
             continue
         plan.configs[group.name] = gcfg
+        if TUNED_VARIANT in group.variants:
+            check_trial_config(gcfg, base_dir)
     hashes: dict[RunKey, str] = {}
     for group in sorted(plan.active(), key=lambda g: _depth(groups, g)):  # a lender before its borrowers
         lender = groups.get(group.borrow_from) if group.borrow_from in plan.configs else None
@@ -250,6 +253,27 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             if hashes[key] == hashes[other]:
                 plan.home[key] = plan.home[other]
     return plan
+
+
+def check_trial_config(gcfg: dict[str, Any], base_dir: Path) -> ExperimentConfig:
+    """The config a study trial trains: the tuning group's, ``tune.train_overrides`` on top, resolved
+    for the study's base variant. Found wrong at DAG build (a key that does not exist, a value of the
+    wrong type), not in a worker after the first trials ran."""
+    tune = gcfg.get("tune") or {}
+    trial = gcfg
+    for i, text in enumerate(tune.get("train_overrides") or []):
+        try:
+            trial = deep_merge(trial, parse_override(text))
+        except ConfigError as err:
+            raise ConfigError(f"tune.train_overrides[{i}]: {err}") from None
+    seed = tune.get("seed", 0)
+    check_seed(seed, "tune.seed")
+    try:
+        return experiment_from_dict(trial, str(tune.get("base_variant", "argent")), str(tune.get("size", "tiny")),
+                                    seed, base_dir=base_dir)
+    except ConfigError as err:
+        listed = ", ".join(tune.get("train_overrides") or []) or "none"
+        raise ConfigError(f"tune: a study trial's config is invalid ({err}); tune.train_overrides: {listed}") from None
 
 
 def _depth(groups: dict[str, Group], group: Group) -> int:

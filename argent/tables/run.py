@@ -23,7 +23,7 @@ from argent.tables.domains import domain_check, training_domain
 from argent.tables.items import collect_items
 from argent.tables.cost import write_cost_tables
 from argent.plan.groups import Plan, build_plan
-from argent.layout import RunFolder, run_dir
+from argent.layout import Results, RunFolder, run_dir
 from argent.runs import hardware_classes, read_provenance
 from argent.tables.collect import (collect, collect_diagnostics, collect_skips, configured_seeds, configured_variants,
                                    group_sizes, listed_runs, qualify, skips_footnote)
@@ -47,14 +47,14 @@ class TablesOptions:
 
     @property
     def tables_dir(self) -> Path:
-        return self.out or self.results / "tables"
+        return self.out or Results(self.results).tables
 
 
 # Further table writers, called last with the options (e.g. the cost table from Snakemake's
 # benchmark files): each takes TablesOptions and writes its own files under options.tables_dir.
 def write_cost(opts: TablesOptions) -> None:
     """cost.{md,csv} from the per-job records Snakemake's `benchmark:` directives leave in <results>/benchmarks."""
-    bench = opts.results / "benchmarks"
+    bench = Results(opts.results).benchmarks
     if not bench.is_dir():
         print(f"argent tables: no cost table: {bench} does not exist (it is written by the workflow's jobs)")
         return
@@ -110,12 +110,12 @@ def hardware_note(results: Path, plan: Plan, variants: list[str]) -> str:
 
 def run(opts: TablesOptions) -> list[Path]:
     """Build every table; returns the files written."""
-    cfg, results = opts.config, opts.results
+    cfg, results, layout = opts.config, opts.results, Results(opts.results)
     opts.tables_dir.mkdir(parents=True, exist_ok=True)
     plan = build_plan(cfg, opts.base_dir)
-    long = listed_runs(collect(results / "eval"), plan)
+    long = listed_runs(collect(layout.eval), plan)
     if long.is_empty():
-        raise ValueError(f"no evaluation JSON of a run the config's groups list under {results / 'eval'}; "
+        raise ValueError(f"no evaluation JSON of a run the config's groups list under {layout.eval}; "
                          f"run the evaluate jobs first")
     evaluated = set(long["size"].to_list())
     spec = cfg["tables"]
@@ -155,14 +155,14 @@ def run(opts: TablesOptions) -> list[Path]:
         note = hardware_note(results, plan, listed)  # one line when the table's runs mix machines
         if note:
             tables[name] = (f"{tables[name][0]}\n{note}", tables[name][1])
-    rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(results / "eval"),
+    rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(layout.eval),
                        set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
     tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)
-    mech = mechanism_rows(listed_runs(collect_diagnostics(results / "runs"), plan), variants, all_sizes, seeds)
+    mech = mechanism_rows(listed_runs(collect_diagnostics(layout.runs), plan), variants, all_sizes, seeds)
     tables["mechanism"] = (mechanism_markdown(mech), mech)
-    if any((results / "probe").glob("*/*/seed*.json")):
-        tables["probe"] = probe_table(results / "probe")
-    released = released_table(results / "eval", spec["main"]["columns"])
+    if any(layout.probe.glob("*/*/seed*.json")):
+        tables["probe"] = probe_table(layout.probe)
+    released = released_table(layout.eval, spec["main"]["columns"])
     if released is not None:
         tables["released"] = released
         # The main table shows them too, as their own rows below ours, marked as not trained here.
@@ -170,11 +170,11 @@ def run(opts: TablesOptions) -> list[Path]:
     for name, (md, records) in tables.items():
         _write(opts, name, md, records)
 
-    curves = opts.curves or results / "figures" / "training_curves.png"
-    training_curves(results / "runs", curves)
-    figures = opts.figures or results / "figures" / "runs"
+    curves = opts.curves or layout.figures / "training_curves.png"
+    training_curves(layout.runs, curves)
+    figures = opts.figures or layout.figures / "runs"
     figures.mkdir(parents=True, exist_ok=True)
-    copy_run_figures(results / "eval", figures)
+    copy_run_figures(layout.eval, figures)
 
     for writer in EXTRA_WRITERS:
         writer(opts)

@@ -11,6 +11,7 @@ from typing import Literal
 import torch
 
 from argent.config import TrackingConfig, from_dict
+from argent.layout import Results
 from argent.tuning.config import load_tune
 from argent.tuning.export import export_study
 from argent.tuning.objective import (
@@ -43,7 +44,7 @@ def resolve(request: TuneRequest) -> tuple[StudySpec, dict]:
     """The study's spec and the whole (overridden) workflow config."""
     tune, workflow = load_tune(request.config, request.sets, request.study, request.merge_default)
     results = Path(workflow.get("results", "results"))
-    out = request.out or results / "tune" / tune.study
+    out = request.out or Results(results).tune(tune.study)
     tracking = from_dict(TrackingConfig, workflow.get("tracking", {}) or {}, "tracking")
     return study_spec(tune, out, tracking, results), workflow
 
@@ -55,7 +56,7 @@ def run(request: TuneRequest) -> int:
         if request.mode != "export":
             if request.threads > 0:
                 torch.set_num_threads(request.threads)
-            base_dir = request.config.resolve().parent.parent  # the project root, as load_experiment uses
+            base_dir = Path.cwd()  # relative paths (variants_file) from the working folder, as `argent train` reads them
             entries = validation_benchmarks(spec.tune, workflow)
             objective = TrainingObjective(spec.tune, workflow, base_dir, ValidationScorer(spec.tune.objective, entries),
                                           spec.tracking, spec.experiment)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argent.wordnet import WordNetNotFound, load_wordnet
+from argent.io import ArgentError
+from argent.wordnet import load_wordnet
 
 SHIPPED_TAXONOMY = Path(__file__).resolve().parents[2] / "resources" / "hiershapes_taxonomy.tsv"
 DEFAULT_ROOT = "shape.n.02"
@@ -63,12 +64,9 @@ def name_of(synset: Any) -> str:
 
 
 def _load_wordnet(nltk_data: str | None) -> Any:
-    try:
-        wordnet = load_wordnet(nltk_data or None)  # argent's one WordNet loader
-    except WordNetNotFound as err:
-        raise SystemExit(str(err)) from None
+    wordnet = load_wordnet(nltk_data or None)  # argent's one WordNet loader; its errors are argent's (exit 2)
     if wordnet.get_version() != "3.0":
-        raise SystemExit(f"WordNet {wordnet.get_version()} found; hiershapes' wnids are WordNet 3.0 offsets")
+        raise ArgentError(f"WordNet {wordnet.get_version()} found; hiershapes' wnids are WordNet 3.0 offsets")
     return wordnet
 
 
@@ -76,7 +74,7 @@ def _synset(wn: Any, name: str, what: str) -> Any:
     try:
         return wn.synset(name)
     except Exception as err:  # nltk raises ValueError / WordNetError for unknown names
-        raise SystemExit(f"{what}: {name!r} is not a WordNet 3.0 synset ({err})") from None
+        raise ArgentError(f"{what}: {name!r} is not a WordNet 3.0 synset ({err})") from None
 
 
 def _class_path(synset: Any, root: Any, classes: set[Any]) -> list[Any]:
@@ -90,7 +88,7 @@ def _class_path(synset: Any, root: Any, classes: set[Any]) -> list[Any]:
             continue
         candidates.append(sub)
     if not candidates:
-        raise SystemExit(f"{synset.name()}: no hypernym path to {root.name()} that avoids the other classes; "
+        raise ArgentError(f"{synset.name()}: no hypernym path to {root.name()} that avoids the other classes; "
                          "drop one of the nested classes")
     return min(candidates, key=lambda p: (len(p), [s.name() for s in p]))
 
@@ -100,7 +98,7 @@ def derive_rows(wn: Any, classes: Sequence[str], colours: Sequence[str], root: s
     root_syn = _synset(wn, root, "root")
     class_syns = {_synset(wn, c, "class") for c in classes}
     if len(class_syns) != len(classes):
-        raise SystemExit(f"classes: duplicates in {list(classes)}")
+        raise ArgentError(f"classes: duplicates in {list(classes)}")
     parent: dict[Any, Any | None] = {root_syn: None}
     for syn in sorted(class_syns, key=lambda s: s.name()):
         path = _class_path(syn, root_syn, class_syns)
