@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import torch.distributed as dist
@@ -118,14 +118,20 @@ class BadDataPolicy:
         return f"BadDataPolicy({self.mode!r}, counts={self.counts}, dropped={self.dropped})"
 
 
-def mark_partial(result: dict[str, Any], policy: BadDataPolicy, what: str, logger: logging.Logger) -> dict[str, Any]:
-    """Say in ``result`` whether it was computed from fewer items than its input holds: sets
-    ``result["partial"]`` (True when ``policy`` skipped any bad item, which only skip mode can do)
-    and logs one ``PARTIAL result`` warning naming ``what``. Evaluation, probe and cleaning results
-    all go through here, so the flag and the log line read the same everywhere."""
-    result["partial"] = policy.total > 0
+def mark_partial(result: dict[str, Any], policy: BadDataPolicy, what: str, logger: logging.Logger,
+                 degraded: Sequence[str] = ()) -> dict[str, Any]:
+    """Say in ``result`` whether it was computed from fewer items than its input holds, or is
+    degraded another way: sets ``result["partial"]`` (True when ``policy`` skipped any bad item,
+    which only skip mode can do, or when ``degraded`` names a reason, kept in ``result["degraded"]``)
+    and logs one ``PARTIAL result`` warning per cause naming ``what``. Evaluation, probe and cleaning
+    results all go through here, so the flag and the log line read the same everywhere."""
+    result["partial"] = policy.total > 0 or bool(degraded)
     if policy.total:
         logger.warning("%s: PARTIAL result, %d bad item(s) skipped: %s", what, policy.total, policy.report())
+    if degraded:
+        result["degraded"] = list(degraded)
+        for reason in degraded:
+            logger.warning("%s: PARTIAL result, degraded: %s", what, reason)
     return result
 
 

@@ -220,7 +220,11 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
     metrics = pep.pep_metrics(phi_pos, level_pos, phi_neg)
     counts = {"n_items": len(samples), "n_pool": int(pairs.pool_text.numel()), "n_pairs": len(phi_pos) + len(phi_neg)}
     items = {"auc": _pep_auc_items(samples, pairs, phi_pos, phi_neg)}
-    return {"metrics": metrics, "counts": counts, "pairs": source, "items": items}
+    out = {"metrics": metrics, "counts": counts, "pairs": source, "items": items}
+    if metrics["zero_score_share"] == 1.0:  # every pair outside every cone: the clamp ties them all at 0
+        out["degraded"] = ["every pair's entailment probability is 0 (all ties), so auc/ap are 0.5/chance by "
+                           "construction; raw_auc ranks the same pairs by their angle"]
+    return out
 
 
 def _pep_auc_items(

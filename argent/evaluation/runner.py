@@ -39,6 +39,7 @@ from argent.evaluation.protocol_runs import (
     run_zeroshot,
 )
 from argent.io import flatten
+from argent.models.tokenizer import counting_truncations
 
 __all__ = ["evaluate"]
 
@@ -71,12 +72,17 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
     model.eval()
     start = time.perf_counter()
     try:
-        result = _RUNNERS[entry.protocol](model, entry, policy, Path(out_path) if out_path else None)
+        with counting_truncations() as cut:
+            result = _RUNNERS[entry.protocol](model, entry, policy, Path(out_path) if out_path else None)
     finally:
         model.train(was_training)
     counts = result.pop("counts")
     counts["skipped"] = policy.counts
     counts["dropped"] = policy.dropped
+    counts["truncated_texts"] = len(cut)  # texts through argent's tokenizer (open_clip models use their own)
+    if cut:
+        log.warning("%s: %d distinct text(s) longer than the model's context were cut to fit, e.g. %r; raise "
+                    "model.<size>.context_length to keep them whole", name, len(cut), min(cut, key=len)[:80])
     metrics = _clean(result.pop("metrics"))
     items = _items(result.pop("items", {}), metrics)
     out = {
@@ -92,7 +98,8 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
         "elapsed_s": round(time.perf_counter() - start, 3),
     }
     out.update(_clean(result))
-    out = mark_partial(out, policy, name, log)  # computed from fewer items than the input holds (skip mode)
+    # computed from fewer items than the input holds (skip mode), or degraded in a way the protocol names
+    out = mark_partial(out, policy, name, log, out.pop("degraded", []))
     out["items"] = items  # last: the long vectors after everything a reader looks at
     return out
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -51,12 +53,34 @@ def tokenize(texts: str | list[str], context_length: int = 77) -> torch.Tensor:
         texts = [texts]
     if not texts:
         return torch.zeros(0, context_length, dtype=torch.long)
-    return torch.stack([_token_row(text, context_length) for text in texts])
+    rows = [_token_row(text, context_length) for text in texts]
+    for tally in _TALLIES:
+        tally.update(text for text, (_, cut) in zip(texts, rows) if cut)
+    return torch.stack([row for row, _ in rows])
 
 
 @lru_cache(maxsize=1 << 16)
-def _token_row(text: str, context_length: int) -> torch.Tensor:
-    # Training captions repeat (a shuffle buffer revisits every caption each epoch; hiershapes has a
-    # few hundred distinct ones): BPE-encoding each one once saves most of the tokenisation time.
-    # The row is read-only by convention: torch.stack copies it.
-    return _tokenizer(context_length)([text], context_length=context_length)[0]
+def _token_row(text: str, context_length: int) -> tuple[torch.Tensor, bool]:
+    """(token ids, whether the text was cut to fit). Training captions repeat (a shuffle buffer
+    revisits every caption each epoch): BPE-encoding each one once saves most of the tokenisation
+    time. The row is read-only by convention: torch.stack copies it."""
+    tokenizer = _tokenizer(context_length)
+    row = tokenizer([text], context_length=context_length)[0]
+    # Only a row that ends in the end-of-text token can have been cut (start + text + end > context).
+    cut = int(row[-1]) == tokenizer.eot_token_id and len(tokenizer.encode(text)) + 2 > context_length
+    return row, cut
+
+
+_TALLIES: list[set[str]] = []
+
+
+@contextmanager
+def counting_truncations() -> Iterator[set[str]]:
+    """Collect, into the yielded set, every distinct text that ``tokenize`` cuts to the context
+    length while the block is open (in this process): a silent loss the caller reports."""
+    tally: set[str] = set()
+    _TALLIES.append(tally)
+    try:
+        yield tally
+    finally:
+        _TALLIES.remove(tally)
