@@ -41,7 +41,7 @@ def make_run(results: Path, uri: str, variant: str = "argent", lr: float = 1e-3)
 
 
 def write_result(results: Path, run_dir: Path, benchmark: str, metrics: dict, counts: dict | None = None,
-                 figures: bool = False, mtime: float | None = None) -> Path:
+                 figures: bool = False, mtime: float | None = None, extra: dict | None = None) -> Path:
     out = results / "eval" / run_dir.parent.parent.name / run_dir.parent.name / run_dir.name / f"{benchmark}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     data = {"benchmark": benchmark, "protocol": "zeroshot", "run": str(run_dir), "config_hash": "abc",
@@ -51,7 +51,7 @@ def write_result(results: Path, run_dir: Path, benchmark: str, metrics: dict, co
         png = out.with_name(f"{benchmark}_norms.png")
         png.write_bytes(b"\x89PNG fake")
         data["figures"] = {"norms": str(png)}
-    out.write_text(json.dumps(data))
+    out.write_text(json.dumps({**data, **(extra or {})}))
     if mtime is not None:
         os.utime(out, (mtime, mtime))
     return out
@@ -108,7 +108,10 @@ def test_evaluation_metrics_land_on_the_training_run(tmp_path, store):
     zs = write_result(tmp_path / "results", run_dir, "hs_zeroshot", {"top1": 0.25, "tie": 1.5, "pep": None,
                                                                       "per_level": {"L1": 0.5}})
     ret = write_result(tmp_path / "results", run_dir, "hs_retrieval", {"t2i_R@5": 0.4}, figures=True)
-    assert log_evaluation(run_dir, [zs, ret]) is True
+    pep = write_result(tmp_path / "results", run_dir, "hs_pep", {"auc": 0.5}, extra={
+        "partial": True, "partial_reason": "run unfinished: no summary.json (step 20 of 40)",
+        "degraded": ["every pair's entailment probability is 0 (all ties)"]})
+    assert log_evaluation(run_dir, [zs, ret, pep]) is True
 
     [run] = runs_of(client)
     assert run.info.run_id == trainer.run_id
@@ -120,6 +123,11 @@ def test_evaluation_metrics_land_on_the_training_run(tmp_path, store):
     assert tags["eval/hs_zeroshot/n_items"] == "60" and tags["eval/hs_zeroshot/skipped"] == "2"
     assert json.loads(tags["eval/hs_zeroshot/skipped_by_reason"]) == {"unreadable_image": 2}
     assert tags["eval/hs_zeroshot/entry_hash"] == "e" * 16
+    # the tables' dagger, in the UI too: which evaluation is partial, and why
+    assert tags["eval/hs_zeroshot/partial"] == "false" and tags["eval/hs_zeroshot/partial_reason"] == ""
+    assert tags["eval/hs_pep/partial"] == "true"
+    assert tags["eval/hs_pep/partial_reason"] == ("run unfinished: no summary.json (step 20 of 40); "
+                                                  "every pair's entailment probability is 0 (all ties)")
     assert tags["family"] == "argent" and tags["group"] == "main" and tags["variant"] == "argent"
     assert tags["git_commit"] == "commit-it-was-trained-at"  # an evaluation does not re-date the run
     assert "tracking.tags.family" not in run.data.params and run.data.params["variant.entailment"] == "adaptive"

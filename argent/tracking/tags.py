@@ -90,6 +90,9 @@ def result_tags(name: str, result: dict[str, Any]) -> dict[str, str]:
     tags = {"status": result.get("status", ""), "protocol": result.get("protocol", ""),
             "entry_hash": result.get("entry_hash", ""), "config_hash": result.get("config_hash", ""),
             "skipped": sum(v for v in skipped.values() if isinstance(v, int)) if isinstance(skipped, dict) else skipped,
-            "skipped_by_reason": json.dumps(skipped, sort_keys=True)}
+            "skipped_by_reason": json.dumps(skipped, sort_keys=True),
+            # partial: an unfinished run, skipped items or a degraded score (the tables' dagger), and why
+            "partial": "true" if result.get("partial") is True else "false",
+            "partial_reason": "; ".join(filter(None, [result.get("partial_reason"), *(result.get("degraded") or [])]))}
     tags.update({k: v for k, v in counts.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     return {metric_key(EVAL_PREFIX, name, k): str(v) for k, v in tags.items()}
