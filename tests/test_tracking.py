@@ -4,6 +4,7 @@ Fast: hand-made run folders and evaluation JSON against a temporary SQLite store
 """
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -195,17 +196,23 @@ def test_a_retrained_config_supersedes_the_old_mlflow_run(tmp_path, store):
     assert client.get_run(first.run_id).info.lifecycle_stage == "deleted"
 
 
-def test_an_unreachable_store_never_fails_the_job(tmp_path, monkeypatch):
+def test_an_unreachable_store_never_fails_the_job(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
     results = tmp_path / "results"
     run_dir = make_run(results, "http://127.0.0.1:9")  # discard port: nothing listens
     path = write_result(results, run_dir, "hs_zeroshot", {"top1": 0.5})
     before = path.read_text()
-    assert log_evaluation(run_dir, [path]) is False
+    with caplog.at_level(logging.WARNING, logger="argent"):
+        assert log_evaluation(run_dir, [path]) is False
+    assert "re-send it later with `argent track" in caplog.text  # a job's advice: the folder is complete
     assert path.read_text() == before and not (run_dir / RUN_RECORD).exists()
     assert log_tables_run(results, None, {"tracking": {"uri": "http://127.0.0.1:9"}}, results) is False
-    assert track_main(["--run", str(run_dir)]) == 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="argent"):
+        assert track_main(["--run", str(run_dir)]) == 1
+    # the re-send itself failed: its advice is to bring the store up, not to re-send later
+    assert "http://127.0.0.1:9 is reachable" in caplog.text and "re-send it later" not in caplog.text
 
 
 def test_disabled_tracking_sends_nothing(tmp_path):

@@ -28,7 +28,7 @@ from argent.io import ArgentError
 from argent.layout import MLFLOW_RECORD as RUN_RECORD, default_tracking_uri, eval_dir_of, results_tracking_uri
 from argent.runs import read_metrics, read_run_config
 from argent.tracking.tags import git_commit, run_tags
-from argent.tracking.tracker import Tracker
+from argent.tracking.tracker import RESEND_LATER, Tracker
 
 __all__ = ["RUN_RECORD", "log_evaluation", "log_released", "log_results", "log_tables_run", "mirror_training", "open_run",
            "resend", "workflow_hash"]
@@ -37,13 +37,16 @@ log = logging.getLogger("argent.tracking")
 
 
 def open_run(run_dir: Path, uri: str | None = None, force: bool = False) -> Tracker:
-    """The Tracker of a finished or running run folder (disabled when its config says so, unless ``force``)."""
+    """The Tracker of a finished or running run folder (disabled when its config says so, unless ``force``:
+    the re-send of ``argent track``, whose advice on a failing store is to bring it up, not to re-send later)."""
     cfg = read_run_config(run_dir)  # a torn or missing config.yaml is an error naming the file
     cfg_dict = cfg.to_dict()
     uri = uri or cfg.tracking.uri or default_tracking_uri(run_dir)
+    advice = (f"check that the MLflow store {uri} is reachable (or pass --uri), then run `argent track` again"
+              if force else RESEND_LATER)
     return Tracker(uri, cfg.tracking.experiment, f"{cfg.variant_name}-{cfg.size}-seed{cfg.seed}",
                    run_tags(cfg_dict, run_dir, cfg.result_hash()), enabled=force or cfg.tracking.enabled,
-                   record=run_dir / RUN_RECORD)
+                   record=run_dir / RUN_RECORD, advice=advice)
 
 
 def mirror_training(tracker: Tracker, run_dir: Path) -> None:

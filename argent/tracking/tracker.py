@@ -41,6 +41,9 @@ def _store_lock(uri: str) -> Iterator[None]:
         yield
 
 
+RESEND_LATER = "re-send it later with `argent track --run <run dir>`"
+
+
 class Tracker:
     """One MLflow run per run folder (variant, size, seed). Never raises.
 
@@ -51,8 +54,9 @@ class Tracker:
     """
 
     def __init__(self, uri: str, experiment: str, run_name: str, tags: dict[str, str], enabled: bool = True,
-                 record: Path | None = None) -> None:
+                 record: Path | None = None, advice: str = RESEND_LATER) -> None:
         self.enabled = enabled
+        self.advice = advice  # what the warning tells the user to do when the store fails
         self.run_id: str | None = None
         self.created = False
         if not enabled:
@@ -154,8 +158,8 @@ class Tracker:
             return fn(*args, **kwargs)
         except Exception as err:  # noqa: BLE001 - tracking must never stop training or evaluation
             self.enabled = False
-            log.warning("MLflow tracking disabled for this job (%s: %s); the run folder stays complete; "
-                        "re-send it later with `argent track --run <run dir>`", type(err).__name__, err)
+            log.warning("MLflow tracking disabled for this job (%s: %s); the run folder stays complete; %s",
+                        type(err).__name__, err, self.advice)
             return None
 
     def set_tags(self, tags: dict[str, Any]) -> None:
