@@ -86,10 +86,6 @@ def explain(err: BaseException) -> str | None:
             return f"{where}: {err.strerror}; check the path"
         if err.errno == errno.EDQUOT:
             return f"{where}: disk quota exceeded; free space and re-run"
-    if isinstance(err, RuntimeError) and "inline_container" in str(err) and "write" in str(err).lower():
-        # torch.save reports a failed write (e.g. a full disk) this way; the atomic writer kept the old file.
-        return f"writing a checkpoint failed ({str(err).splitlines()[0][:200]}); most often a full disk: free " \
-               f"space and re-run (the previous checkpoint is intact)"
     return None
 
 

@@ -5,22 +5,57 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from argent.io import atomic_output
+from argent.io import ArgentError, atomic_output
+
+
+class CheckpointWriteError(ArgentError, OSError):
+    """torch.save failed part-way through a checkpoint. Its own error names no cause: a full file
+    system reads ``[enforce fail at inline_container.cc] unexpected pos 704 vs 598``."""
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
-    """Write to a temp file, fsync, rename: a kill or a full disk leaves the old checkpoint intact."""
-    with atomic_output(path) as tmp:
-        with open(tmp, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
+    """Write to a temp file, fsync, rename: a kill or a full disk leaves the old checkpoint intact.
+
+    Raises ``CheckpointWriteError`` (with the free space left) when torch's writer fails, and an
+    ``OSError`` naming ``path`` when the OS refuses the write (flush, fsync: no file name of its own)."""
+    path = Path(path)
+    try:
+        with atomic_output(path) as tmp:
+            with open(tmp, "wb") as f:
+                torch.save(obj, f)
+                f.flush()
+                os.fsync(f.fileno())
+    except RuntimeError as err:
+        cause = _os_error_in(err)  # torch's writer wraps the OS's error (ENOSPC) in its own RuntimeError
+        if cause is not None and cause.errno is not None:
+            raise OSError(cause.errno, cause.strerror, str(path)) from err
+        free = shutil.disk_usage(path.parent).free / 2**20
+        raise CheckpointWriteError(
+            f"{path}: writing the checkpoint failed ({str(err).splitlines()[0][:160]}) with {free:.1f} MiB free on "
+            f"its file system: most often a full disk; free space there and re-run (the previous checkpoint is "
+            f"intact)") from err
+    except OSError as err:
+        if err.filename is None and err.errno is not None:
+            raise OSError(err.errno, err.strerror, str(path)) from err
+        raise
+
+
+def _os_error_in(err: BaseException) -> OSError | None:
+    """The first OSError in ``err``'s chain of causes and contexts, if any."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def rng_state() -> dict[str, Any]:

@@ -73,8 +73,8 @@ def test_debug_shows_the_traceback(tmp_path, argent):
 @pytest.mark.parametrize("code_, words", [(errno.ENOSPC, "no space left"), (errno.EROFS, "read-only"),
                                           (errno.EACCES, "permission denied")])
 def test_write_failures_are_one_message_and_keep_the_finished_run(finished_run, monkeypatch, code_, words):
-    """Disk full / read-only / permission denied in the middle of a checkpoint write (a patched writer:
-    the sandbox runs as root and cannot mount a small tmpfs). A fresh run into a finished run's folder
+    """Disk full / read-only / permission denied in the middle of a checkpoint write (a patched writer,
+    for the three errno cases; test_disk_full.py fills a real tmpfs). A fresh run into a finished run's folder
     fails; the finished run is untouched, no temp file is left, the message names the file."""
     def failing_save(obj, f):
         f.write(b"PK\x03\x04 half a checkpoint")
