@@ -213,35 +213,46 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[D
 
 
 def clean_stale(run: RunFolder) -> None:
-    """Temp files of a writer killed mid-write and a killed fresh run's staging folder."""
-    for path in run.stale_temp_files():
-        log.warning("%s: removing a temp file left by a killed write", path)
-        path.unlink(missing_ok=True)
-    if run.staging.root.exists():
+    """Temp files of a writer killed mid-write, and a staged run that stopped before its first
+    checkpoint (nothing to resume from). A staged run with a checkpoint is kept: ``resume_state``
+    continues it, or discards it when the config changed."""
+    for folder in (run, run.staging):
+        for path in folder.stale_temp_files():
+            log.warning("%s: removing a temp file left by a killed write", path)
+            path.unlink(missing_ok=True)
+    if run.staging.root.exists() and not run.staging.checkpoint.exists():
         log.warning("%s: removing the staging folder of an earlier run that stopped before its first "
                     "checkpoint", run.staging.root)
         shutil.rmtree(run.staging.root)
 
 
+def holds_a_run(run: RunFolder) -> bool:
+    """Whether the folder holds an earlier run (finished or not): a fresh run is then staged beside
+    it until the fresh one has finished."""
+    return any(p.exists() for p in (run.config, run.checkpoint, run.summary))
+
+
 def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.device,
-                 is_main: bool = True) -> dict[str, Any] | None:
-    """The checkpoint to continue from, or None to start fresh. Readability and the config hash are
-    checked before anything else; ``auto`` moves an unreadable checkpoint aside (kept) and says so.
+                 is_main: bool = True) -> tuple[dict[str, Any] | None, RunFolder]:
+    """(the checkpoint to continue from or None to start fresh, the folder it came from: the run's
+    own or its ``.staging/``, where a re-run of a folder that holds a run trains until it finishes).
+    Readability and the config hash are checked before anything else; ``auto`` moves an unreadable
+    checkpoint aside (kept) and says so.
 
     Under torch.distributed (a collective then: every rank calls it) rank 0 alone decides, moving a
     corrupt checkpoint aside if it must, and broadcasts the decision before any other rank reads the
     file: every rank resumes from the same checkpoint, starts fresh, or stops with rank 0's error.
     """
     if resume == "no":
-        return None
+        return None, run
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
         return _decide_resume(run, resume, config_hash, device)
     decision: list[Any] = [None]
-    state = None
+    state, folder = None, run
     if is_main:
         try:
-            state = _decide_resume(run, resume, config_hash, device)
-            decision[0] = ("fresh", "") if state is None else ("resume", "")
+            state, folder = _decide_resume(run, resume, config_hash, device)
+            decision[0] = ("fresh", "") if state is None else ("resume", "staged" if folder != run else "")
         except BaseException as err:
             decision[0] = ("error", str(err))
             dist.broadcast_object_list(decision, src=0)  # the other ranks stop too, rather than wait
@@ -251,19 +262,24 @@ def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.de
     if kind == "error":
         raise CheckpointError(f"{message} (decided by rank 0)")
     if kind == "fresh" or is_main:
-        return state
-    state = read_checkpoint(run.checkpoint, device)
-    check_hash(run.checkpoint, state, config_hash, run.config)  # rank 0 checked the same file
-    return state
+        return state, folder
+    folder = run.staging if message == "staged" else run
+    state = read_checkpoint(folder.checkpoint, device)
+    check_hash(folder.checkpoint, state, config_hash, folder.config)  # rank 0 checked the same file
+    return state, folder
 
 
-def _decide_resume(run: RunFolder, resume: str, config_hash: str, device: torch.device) -> dict[str, Any] | None:
+def _decide_resume(run: RunFolder, resume: str, config_hash: str,
+                   device: torch.device) -> tuple[dict[str, Any] | None, RunFolder]:
     """``resume_state`` for one process (or rank 0)."""
+    staged = _staged_state(run, config_hash, device)
+    if staged is not None:
+        return staged, run.staging
     if not run.checkpoint.exists():
         if resume == "strict":
             raise CheckpointError(f"{run.checkpoint}: --resume strict, but there is no checkpoint to continue from; "
                                   f"drop --resume to start fresh (or use --resume auto)")
-        return None
+        return None, run
     try:
         state = read_checkpoint(run.checkpoint, device)
     except CheckpointError as err:
@@ -272,11 +288,11 @@ def _decide_resume(run: RunFolder, resume: str, config_hash: str, device: torch.
         aside = run.checkpoint.with_name(f"{CHECKPOINT}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
         os.replace(run.checkpoint, aside)
         log.warning("%s. Moved it to %s (kept) and training from scratch.", err, aside)
-        return None
+        return None, run
     if state.get("config_hash") != config_hash:
         if resume == "auto":
             log.info("%s: checkpoint config differs from the current config; training from scratch", run.checkpoint)
-            return None
+            return None, run
         legacy = (f" It carries a hash of before run identity v{IDENTITY_VERSION}: if the config is the same, "
                   f"re-stamp it first (argent restamp --run {run.root} --config <the workflow config>)."
                   if stamped_version(state, run.config) == 0 else "")
@@ -285,17 +301,39 @@ def _decide_resume(run: RunFolder, resume: str, config_hash: str, device: torch.
             f"{config_hash}; a setting that changes the result differs. Diff {run.config} against your "
             f"config, or train into a new folder.{legacy}"
         )
+    return state, run
+
+
+def _staged_state(run: RunFolder, config_hash: str, device: torch.device) -> dict[str, Any] | None:
+    """The checkpoint of a re-run staged beside the folder's run, when it trains the config asked
+    for now; a staged run of another config, or an unreadable one, is discarded (the folder's own
+    run, the one to keep, is not touched)."""
+    staged = run.staging
+    if not staged.checkpoint.exists():
+        return None
+    try:
+        state = read_checkpoint(staged.checkpoint, device)
+    except CheckpointError as err:
+        log.warning("%s; discarding the staged re-run in %s", err, staged.root)
+        shutil.rmtree(staged.root)
+        return None
+    if state.get("config_hash") != config_hash:
+        log.info("%s: a staged re-run of another config; discarding it", staged.root)
+        shutil.rmtree(staged.root)
+        return None
+    log.info("%s: continuing the staged re-run (the finished files of %s stay until it finishes)",
+             staged.root, run.root)
     return state
 
 
 def promote(staging: RunFolder, run: RunFolder) -> None:
-    """Move a staged fresh run into its folder, once its first checkpoint exists. The old run's
-    files go first (summary first: it marks a finished run), the checkpoint comes last, so an
-    interruption leaves a started run without checkpoint, never a mix of two runs."""
+    """Move a staged re-run into its folder once it has *finished* (its summary written). The old
+    run's files go first (summary first: it marks a finished run), the new summary comes last, so an
+    interruption leaves an unfinished run that resumes (or a staged one), never a mix of two runs."""
     for old in (run.summary, run.provenance, run.curves, run.checkpoint, run.metrics):
         old.unlink(missing_ok=True)
-    os.replace(staging.config, run.config)
-    if staging.metrics.exists():
-        os.replace(staging.metrics, run.metrics)
-    os.replace(staging.checkpoint, run.checkpoint)
+    for name in ("config", "metrics", "provenance", "curves", "checkpoint", "summary"):
+        src = getattr(staging, name)
+        if src.exists():
+            os.replace(src, getattr(run, name))
     shutil.rmtree(staging.root, ignore_errors=True)

@@ -47,6 +47,7 @@ from argent.layout import RunFolder, default_tracking_uri
 from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
     ResumeMismatch,
     clean_stale,
+    holds_a_run,
     promote,
     read_checkpoint,
     read_metrics,
@@ -89,11 +90,12 @@ def train(
     try:
         return _train(cfg, out_dir, resume, batches, batch_hook, on_checkpoint)
     except BaseException:
-        # A fresh run that failed before its first checkpoint leaves nothing behind (its staging
-        # folder holds only its own config and metrics); the folder's earlier files are untouched.
-        staging = RunFolder(Path(out_dir)).staging.root
-        if int(os.environ.get("RANK", "0")) == 0 and staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        # A staged re-run that failed before its first checkpoint leaves nothing behind (only its own
+        # config and metrics); one with a checkpoint stays for a resume. Either way the folder's
+        # earlier run is untouched until a re-run has finished.
+        staging = RunFolder(Path(out_dir)).staging
+        if int(os.environ.get("RANK", "0")) == 0 and staging.root.exists() and not staging.checkpoint.exists():
+            shutil.rmtree(staging.root, ignore_errors=True)
         raise
 
 
@@ -125,7 +127,7 @@ def _train(
     if is_main:
         run.root.mkdir(parents=True, exist_ok=True)
         clean_stale(run)
-    state = resume_state(run, resume, config_hash, device, is_main)
+    state, files = resume_state(run, resume, config_hash, device, is_main)
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -133,16 +135,16 @@ def _train(
         step, skipped = int(state["step"]), int(state.get("skipped", 0))
         set_rng_state(state["rng"])
         segments = merge_segments(list(state.get("provenance") or []), segments[-1])
-        files = run
         if is_main:
             _truncate_metrics(files.metrics, step)
             log.info("resumed %s at step %d", files.root, step)
-    else:
-        # A fresh run is staged until its first checkpoint: a failure before that leaves the folder's
-        # earlier files (a finished run, say) untouched.
+    elif holds_a_run(run):
+        # A fresh run into a folder that holds a run is staged until it has finished: whatever stops
+        # it (a bad config, a NaN at step 3, a kill), the folder's earlier run stays whole.
         files = run.staging
         if is_main:
-            files.root.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(files.root, ignore_errors=True)  # a staged re-run of another config, discarded
+            files.root.mkdir(parents=True)
     if is_main:
         atomic_write_text(files.config, yaml.safe_dump(cfg_dict, sort_keys=False))
 
@@ -163,7 +165,7 @@ def _train(
     synced = len(read_metrics(files.metrics)) if is_main else 0
 
     def save(at_step: int) -> None:
-        nonlocal synced, files
+        nonlocal synced
         if not is_main:
             return
         atomic_torch_save({
@@ -171,9 +173,6 @@ def _train(
             "step": at_step, "skipped": skipped, "rng": rng_state(), "config_hash": config_hash,
             "identity_version": IDENTITY_VERSION, "provenance": segments,
         }, files.checkpoint)
-        if files != run:
-            promote(files, run)
-            files = run
         rows = read_metrics(files.metrics)
         tracker.log_metrics(rows[synced:])
         synced = len(rows)
@@ -205,8 +204,10 @@ def _train(
                     step += 1
                     scheduler.step()
                     continue
-                last = f"{run.checkpoint} (step {_checkpoint_step(run.checkpoint)})" if files == run \
-                    else "none (no checkpoint was written yet)"
+                last = f"{files.checkpoint} (step {_checkpoint_step(files.checkpoint)})" \
+                    if files.checkpoint.exists() else "none (no checkpoint was written yet)"
+                if files != run:
+                    last += f"; the earlier run in {run.root} is untouched"
                 raise TrainingDiverged(
                     f"step {step}: loss term {bad!r} is {out.terms.get(bad, out.total).detach().float().cpu().tolist()}; "
                     f"stopped with nothing written for this step. Last good checkpoint: {last}. "
@@ -259,6 +260,9 @@ def _train(
             plot_curves(files)
             write_provenance(files, run_record(segments))
             atomic_write_text(files.summary, json.dumps(summary, indent=2))
+            if files != run:  # the staged re-run has finished: only now does it replace the earlier run
+                promote(files, run)
+                files = run
             for path in (files.config, files.summary, files.curves, files.provenance):
                 tracker.log_artifact(path)
             tracker.finish()

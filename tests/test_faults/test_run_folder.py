@@ -10,7 +10,7 @@ import torch
 
 from argent.runs import CheckpointError, load_model, read_metrics
 
-from argent.engine.trainer import train
+from argent.engine.trainer import TrainingDiverged, train
 
 from .conftest import checksums, stream, tiny_exp, train_tiny, write_config
 
@@ -141,3 +141,39 @@ def test_default_tracking_store_is_in_the_results_folder(tmp_path):
     run = run_dir(tmp_path / "results", "main", "meru", "tiny", 0)
     assert default_tracking_uri(run) == f"sqlite:///{(tmp_path / 'results' / 'mlflow.db').resolve()}"
     assert default_tracking_uri(tmp_path / "elsewhere") == f"sqlite:///{(tmp_path / 'elsewhere' / 'mlflow.db').resolve()}"
+
+
+def nan_at(step_to_poison: int):
+    """A batch hook that makes the loss not finite at one step (images of NaN)."""
+    def hook(step, batch):
+        if step == step_to_poison:
+            batch = {**batch, "image": torch.full_like(batch["image"], float("nan"))}
+        return batch
+    return hook
+
+
+def test_a_rerun_that_fails_after_its_first_checkpoint_keeps_the_finished_run(finished_run):
+    """The issue's case: a finished run re-run with a changed config (6 steps, checkpoints every 2)
+    that diverges at step 3, after its first checkpoint. The finished run stays whole and loadable;
+    the staged re-run keeps its checkpoint and, once the cause is gone, resumes and replaces it."""
+    before = checksums(finished_run)
+    with pytest.raises(TrainingDiverged) as info:
+        train(tiny_exp(steps=6, checkpoint_every=2), finished_run, resume="auto", batches=stream, batch_hook=nan_at(3))
+    assert "untouched" in str(info.value) and ".staging/checkpoint.pt (step 2)" in str(info.value)
+    assert {k: v for k, v in checksums(finished_run).items() if not k.startswith(".staging/")} == before
+    model, cfg = load_model(finished_run)
+    assert cfg.train.steps == 2  # still the finished run
+    assert (finished_run / ".staging" / "checkpoint.pt").is_file()
+
+    summary = train(tiny_exp(steps=6, checkpoint_every=2), finished_run, resume="auto", batches=stream)
+    assert summary["steps"] == 6 and not (finished_run / ".staging").exists()
+    assert load_model(finished_run)[1].train.steps == 6
+    assert [r["step"] for r in read_metrics(finished_run / "metrics.jsonl")] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_staged_rerun_of_another_config_is_discarded_not_resumed(finished_run):
+    with pytest.raises(TrainingDiverged):
+        train(tiny_exp(steps=6, checkpoint_every=2), finished_run, resume="auto", batches=stream, batch_hook=nan_at(3))
+    summary = train(tiny_exp(steps=4, checkpoint_every=2), finished_run, resume="auto", batches=stream)
+    assert summary["steps"] == 4 and load_model(finished_run)[1].train.steps == 4
+    assert [r["step"] for r in read_metrics(finished_run / "metrics.jsonl")] == [1, 2, 3, 4]
