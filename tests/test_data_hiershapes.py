@@ -23,6 +23,7 @@ from argent.data.formats.sugarcrepe import CATEGORIES, read_sugarcrepe
 from argent.data.hiershapes import cli, wordnet_subtree
 from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.data.policy import BadDataPolicy
+from argent.io import ArgentError
 
 SIZES, FILLS = ("small", "medium", "large"), ("solid", "striped", "outlined")
 SMALL = dict(train_scenes=40, val_scenes=12, test_scenes=30, pep_val_scenes=10, per_class=2, shard_size=16)
@@ -164,7 +165,7 @@ def test_taxonomy_command_regenerates_the_shipped_file(tmp_path, nltk_data):
     assert wordnet_subtree.main(["--out", str(wordnet_subtree.SHIPPED_TAXONOMY), "--nltk-data", str(nltk_data), "--check"]) == 0
     # The tree rule: a class nested under another class takes another path (square avoids
     # rectangle, via regular_polygon); a class under a class with no other path is refused.
-    with pytest.raises(SystemExit, match="circle"):
+    with pytest.raises(ArgentError, match="circle"):  # an expected failure: one message, exit 2 through the CLI
         wordnet_subtree.main(["--out", str(out), "--nltk-data", str(nltk_data),
                        "--classes", "circle.n.01", "ellipse.n.01"])
 
