@@ -69,8 +69,18 @@ def load_wordnet(location: str | Path | None = None) -> Any:
         return _LOADED[cache_key]
     import nltk
 
-    if folder is not None and str(folder) not in nltk.data.path:
+    inserted = folder is not None and str(folder) not in nltk.data.path
+    if inserted:
         nltk.data.path.insert(0, str(folder))
+    try:
+        return _load(nltk, folder, cache_key)
+    except WordNetNotFound:
+        if inserted:  # a folder that failed must not stay on the process-wide search path
+            nltk.data.path.remove(str(folder))
+        raise
+
+
+def _load(nltk: Any, folder: Path | None, cache_key: str) -> Any:
     where = folder / "corpora" / "wordnet.zip" if folder else "WordNet in NLTK_DATA or NLTK's default folders"
     try:
         for resource in ("corpora/wordnet.zip/wordnet/", "corpora/wordnet"):  # NLTK's own search order

@@ -7,6 +7,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+import nltk
 import pytest
 
 from argent.wordnet import WordNetNotFound, load_wordnet
@@ -33,6 +34,7 @@ def test_an_unreadable_wordnet_zip_is_named_with_its_fix(tmp_path, argent, kind)
     folder = nltk_folder(tmp_path / "nltk", payload)
     with pytest.raises(WordNetNotFound, match=r"corpora/wordnet\.zip: not a readable WordNet"):
         load_wordnet(folder)
+    assert str(folder) not in nltk.data.path, "a failed folder stays off NLTK's process-wide search path"
     code, err = argent("taxonomy", "--nltk-data", folder, "--out", tmp_path / "taxonomy.tsv")
     assert code == 2 and "wordnet.zip: not a readable WordNet" in err and "Traceback" not in err, err
     assert not (tmp_path / "taxonomy.tsv").exists()
