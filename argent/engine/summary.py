@@ -45,6 +45,6 @@ def plot_curves(files: RunFolder) -> None:
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
     fig.tight_layout()
-    with atomic_output(files.root / "curves.png") as tmp:
+    with atomic_output(files.curves) as tmp:
         fig.savefig(tmp, dpi=80)
     plt.close(fig)

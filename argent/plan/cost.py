@@ -24,6 +24,7 @@ import yaml
 
 from argent.config import ConfigError, deep_merge, parse_override
 from argent.io import atomic_write_json
+from argent.layout import Results, RunFolder, run_dir, split_run
 from argent.plan.groups import TUNED_VARIANT, Plan
 
 RECORD = Path("bench") / "step_times.json"
@@ -183,14 +184,15 @@ def record_from_runs(results: Path, out: Path) -> dict[str, Any]:
     record (wall seconds of the job, start-up included) over the run's steps, median per size.
     Written with the machine and device it was measured on."""
     per_size: dict[str, list[tuple[float, int, str]]] = {}
-    for tsv in sorted((results / "benchmarks" / "train").rglob("*.tsv")):
+    for tsv in sorted((Results(results).benchmarks / "train").rglob("*.tsv")):
         group = tsv.parent.name
         stem = tsv.stem  # <variant>-<size>-seed<k>
         run, _, seed = stem.rpartition("-seed")
-        config = results / "runs" / group / run / f"seed{seed}" / "config.yaml"
-        if not config.is_file() or not (config.parent / "summary.json").is_file():
+        variant, size = split_run(run)
+        folder = RunFolder(run_dir(results, group, variant, size, seed))
+        if not folder.config.is_file() or not folder.summary.is_file():
             continue
-        resolved = yaml.safe_load(config.read_text())
+        resolved = yaml.safe_load(folder.config.read_text())
         lines = tsv.read_text().splitlines()
         if len(lines) < 2:
             continue

@@ -23,7 +23,7 @@ import yaml
 
 from argent.io import flatten, read_json
 from argent.plan.groups import Plan
-from argent.layout import Results, run_parts
+from argent.layout import SUMMARY, Results, run_parts
 from argent.runs import read_metrics
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
@@ -76,7 +76,7 @@ def collect_skips(results: Path) -> list[dict[str, Any]]:
         rows.extend({"run": f"{group}/{variant}-{size}/seed{seed}", "source": source, "kind": kind, "reason": reason,
                      "n": n} for reason, n in _nonzero(counts).items())
 
-    for path in sorted(Results(results).runs.glob("*/*/seed*/summary.json")):
+    for path in sorted(Results(results).runs.glob(f"*/*/seed*/{SUMMARY}")):
         summary = read_json(path)
         add(path.parent, "training", "skipped", summary.get("skipped_samples"))
         add(path.parent, "training", "dropped", summary.get("dropped_samples"))

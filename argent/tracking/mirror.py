@@ -25,7 +25,7 @@ import yaml
 
 from argent.config import ConfigError
 from argent.io import ArgentError
-from argent.layout import MLFLOW_RECORD as RUN_RECORD, default_tracking_uri, eval_dir_of, results_tracking_uri
+from argent.layout import MLFLOW_RECORD as RUN_RECORD, RunFolder, default_tracking_uri, eval_dir_of, results_tracking_uri
 from argent.runs import read_metrics, read_run_config
 from argent.tracking.tags import git_commit, run_tags
 from argent.tracking.tracker import RESEND_LATER, Tracker
@@ -51,10 +51,11 @@ def open_run(run_dir: Path, uri: str | None = None, force: bool = False) -> Trac
 
 def mirror_training(tracker: Tracker, run_dir: Path) -> None:
     tracker.log_params(read_run_config(run_dir).to_dict())
-    tracker.log_metrics(read_metrics(run_dir / "metrics.jsonl"))
-    for name in ("config.yaml", "summary.json", "curves.png"):
-        tracker.log_artifact(run_dir / name)
-    tracker.finish("FINISHED" if (run_dir / "summary.json").exists() else "RUNNING")
+    files = RunFolder(run_dir)
+    tracker.log_metrics(read_metrics(files.metrics))
+    for path in (files.config, files.summary, files.curves):
+        tracker.log_artifact(path)
+    tracker.finish("FINISHED" if files.summary.exists() else "RUNNING")
 
 
 def log_results(tracker: Tracker, files: Iterable[Path]) -> None:

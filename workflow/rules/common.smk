@@ -17,7 +17,7 @@ from argent.plan.cost import cost_line
 from argent.plan.groups import (TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, run_identity,
                                  uses_negatives)
 from argent.plan.pretrained import available_entries, parse_pretrained_section
-from argent.layout import eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
+from argent.layout import SUMMARY, eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
 
 ROOT = Path(workflow.basedir)
 RESULTS = Path(config["results"])
@@ -115,6 +115,10 @@ def run_dir(group, variant, size, seed):
     return str(runs_run_dir(RESULTS, group, variant, size, seed))
 
 
+# A run's summary.json, the train rule's output (written last: it marks a finished run).
+RUN_SUMMARY = str(runs_run_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}") / SUMMARY)
+
+
 def key_of(wildcards):
     return RunKey(wildcards.group, wildcards.variant, wildcards.size, int(wildcards.seed))
 
@@ -132,7 +136,7 @@ def run_hash(wildcards):
 
 
 def summaries():
-    return [str(Path(run_dir(k.group, k.variant, k.size, k.seed)) / "summary.json") for k in run_keys()]
+    return [str(Path(run_dir(k.group, k.variant, k.size, k.seed)) / SUMMARY) for k in run_keys()]
 
 
 # ---- data -------------------------------------------------------------------------------------
@@ -201,7 +205,7 @@ def skipped_benchmarks():
 
 def benchmark_inputs(wildcards):
     """The run, and whatever this DAG makes that the run's benchmarks read."""
-    run = str(Path(run_dir(wildcards.group, wildcards.variant, wildcards.size, wildcards.seed)) / "summary.json")
+    run = str(Path(run_dir(wildcards.group, wildcards.variant, wildcards.size, wildcards.seed)) / SUMMARY)
     return sorted({run, *benchmark_data_inputs()})
 
 

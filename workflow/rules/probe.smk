@@ -3,7 +3,7 @@
 
 rule probe:
     input:
-        run=R("runs", "{group}", "{variant}-{size}", "seed{seed}", "summary.json"),
+        run=RUN_SUMMARY,
         data=HIERSHAPES_MANIFEST if config["probe"]["data"].startswith(HIERSHAPES) else [],
     output:
         R("probe", "{group}", "{variant}-{size}", "seed{seed}.json"),

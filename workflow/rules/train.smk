@@ -17,7 +17,7 @@ rule train:
         image_cache=IMAGE_CACHE_MARKER or [],
         best=lambda w: [R("tune", config["tune"]["study"], "best.yaml")] if w.variant == TUNED_VARIANT else [],
     output:
-        summary=R("runs", "{group}", "{variant}-{size}", "seed{seed}", "summary.json"),
+        summary=RUN_SUMMARY,
     params:
         run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
         base=lambda w: base_variant(config, w.variant),
