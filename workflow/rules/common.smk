@@ -10,13 +10,13 @@ from pathlib import Path
 
 import yaml
 
-from argent.plan.preflight import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
 from argent.config import ConfigError, check_name
 from argent.io import file_sha256
 from argent.plan.cost import cost_line
 from argent.plan.groups import (TUNED_VARIANT, RunKey, base_variant, build_plan, left_out_lines, run_identity,
                                  uses_negatives)
 from argent.plan.pretrained import available_entries, parse_pretrained_section
+from argent.plan.targets import benchmark_data_inputs as benchmark_data_inputs_of, choose_benchmarks, mining_jobs, probe_runs
 from argent.layout import SUMMARY, eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
 
 ROOT = Path(workflow.basedir)
@@ -170,37 +170,24 @@ def clean_source(dataset):
 # ---- benchmarks ---------------------------------------------------------------------------------
 
 
-def _paths_of(entry):
-    return [v for k, v in entry.items() if isinstance(v, str) and k in BENCHMARK_PATH_KEYS]
+def _benchmark_choice():
+    try:
+        return choose_benchmarks(config, ROOT)
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
 
 
-_REPORTED = set()
-
-
-def benchmark_available(name):
-    """A benchmark runs when its data is made by this DAG or present on disk. Absent data stops the
-    DAG here (a required benchmark, the default) or skips it with one line (``optional: true``)."""
-    findings = benchmark_findings(name, config["benchmarks"][name], produced_prefixes(config), ROOT)
-    problem = missing_required(findings)
-    if problem:
-        raise ValueError(f"required benchmark data missing:\n  {problem}")
-    absent = [f for f in findings if f.status == "missing-optional"]
-    if absent and name not in _REPORTED:
-        _REPORTED.add(name)
-        print(f"skipping optional benchmark {name}: {absent[0].key}: {absent[0].path} not found", file=sys.stderr)
-    return not absent
+BENCHMARKS = _benchmark_choice()  # argent/plan/targets.py: which run, which optional ones are skipped
+for _line in BENCHMARKS.skipped.values():
+    print(_line, file=sys.stderr)
 
 
 def benchmarks():
-    names = [check_name(b, "benchmarks") for b in config["evaluate"]["benchmarks"]]
-    unknown = [b for b in names if b not in config["benchmarks"]]
-    if unknown:
-        raise ValueError(f"evaluate.benchmarks: {unknown} not defined under benchmarks:")
-    return [b for b in names if benchmark_available(b)]
+    return BENCHMARKS.run
 
 
 def skipped_benchmarks():
-    return [b for b in config["evaluate"]["benchmarks"] if not benchmark_available(b)]
+    return list(BENCHMARKS.skipped)
 
 
 def benchmark_inputs(wildcards):
@@ -216,15 +203,7 @@ def pretrained_inputs(wildcards):
 
 def benchmark_data_inputs():
     """Whatever this DAG makes that the configured benchmarks read."""
-    inputs = []
-    for name in benchmarks():
-        entry = config["benchmarks"][name]
-        if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
-            inputs.append(HIERSHAPES_MANIFEST)
-        for key in ("clean_csv", "negative_pool"):
-            if entry.get(key, "").startswith(str(RESULTS)):
-                inputs.append(entry[key])
-    return sorted(set(inputs))
+    return benchmark_data_inputs_of(config, benchmarks(), HIERSHAPES, HIERSHAPES_MANIFEST)
 
 
 def eval_targets():
@@ -243,21 +222,10 @@ def pretrained_eval_targets():
 
 
 def _mining_jobs():
-    """{negatives parquet: training shards} over the groups whose variants train on hard negatives.
-    One parquet is mined from one set of shards; two groups that disagree are an error."""
-    jobs = {}
-    for group in PLAN.active():
-        gcfg = group_cfg(group.name)
-        if not any(uses_negatives(gcfg, v, ROOT) for v in group.variants):
-            continue
-        parquet, shards = gcfg["data"].get("negatives", ""), gcfg["data"].get("train_shards", "")
-        if not parquet:
-            raise ValueError(f"groups.{group.name}: its variants train on hard negatives but data.negatives is empty")
-        if jobs.get(parquet, shards) != shards:
-            raise ValueError(f"data.negatives {parquet}: mined from two different data.train_shards "
-                             f"({jobs[parquet]} and {shards}); give each group its own data.negatives path")
-        jobs[parquet] = shards
-    return jobs
+    try:
+        return mining_jobs(PLAN, ROOT)  # {negatives parquet: the training shards it is mined from}
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
 
 
 MINING_JOBS = _mining_jobs()
@@ -276,30 +244,18 @@ def train_launcher(wildcards, threads):
 
 # ---- probe and tables ---------------------------------------------------------------------------------
 
-def probe_runs():
-    """(output, run) per probed run: probe.variants name ``<group>/<variant>`` (a bare name: main)."""
-    if not config["probe"].get("enabled"):
-        return {}
-    out = {}
-    for name in config["probe"]["variants"]:
-        group, _, variant = name.rpartition("/")
-        group = group or "main"
-        if group not in PLAN.configs:
-            raise ValueError(f"probe.variants: {name!r}: group {group!r} is not an active group; "
-                             f"active: {sorted(PLAN.configs)}")
-        sizes = config["probe"].get("sizes") or PLAN.groups[group].sizes
-        for s in sizes:
-            for k in config["probe"]["seeds"]:
-                key = RunKey(group, variant, s, int(k))
-                if key not in PLAN.home:
-                    raise ValueError(f"probe: {key} is not a run of group {group} (probe.variants/sizes/seeds)")
-                home = PLAN.home[key]
-                out[R("probe", home.group, f"{variant}-{s}", f"seed{k}.json")] = home
-    return out
+def _probe_runs():
+    try:
+        return probe_runs(config, PLAN)  # {probe result: the run it reads (a borrowed run: its lender's)}
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
+
+
+PROBE_RUNS = _probe_runs()
 
 
 def probe_targets():
-    return list(probe_runs())
+    return list(PROBE_RUNS)
 
 
 def table_extras():
@@ -348,10 +304,5 @@ def tune_inputs(wildcards):
     inputs = set(shards_inputs(gcfg["data"].get("train_shards", "")))
     if uses_negatives(gcfg, config["tune"]["base_variant"], ROOT):
         inputs.add(gcfg["data"]["negatives"])
-    for entry in tune_objective_entries().values():
-        if any(p.startswith(HIERSHAPES) for p in _paths_of(entry)):
-            inputs.add(HIERSHAPES_MANIFEST)
-        for key in ("clean_csv", "negative_pool"):
-            if entry.get(key, "").startswith(str(RESULTS)):
-                inputs.add(entry[key])
+    inputs.update(benchmark_data_inputs_of(config, list(tune_objective_entries()), HIERSHAPES, HIERSHAPES_MANIFEST))
     return sorted(inputs)
