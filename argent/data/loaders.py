@@ -226,6 +226,9 @@ class TrainStream(IterableDataset):
             batch["phrase"] = tokenize(phrases, self.context_length)
         if self.negatives is not None:
             found = [self.negatives.get(k) for k in keys]
+            for key, hit in zip(keys, found):
+                if hit is None:  # trained without a hard negative: counted (the miner may find none)
+                    policy.drop("no_hard_negative", f"key {key} (not in {self.negatives.source})")
             batch["has_hard"] = torch.tensor([f is not None for f in found], dtype=torch.bool)
             # Rows without a negative get the empty text; the engine drops them via has_hard.
             batch["hard_text"] = tokenize([f[0] if f else "" for f in found], self.context_length)

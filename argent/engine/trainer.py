@@ -177,6 +177,7 @@ def _train(
         tracker.log_metrics(rows[synced:])
         synced = len(rows)
 
+    first_step = step
     progress = Progress(cfg.train.steps, step, enabled=is_main)
     model.train()
     t_last, n_last, wait_s = time.perf_counter(), 0, 0.0
@@ -253,6 +254,7 @@ def _train(
         save(step)
         data_skips = skip_counts(stream) or {}  # bad samples by reason, all ranks (a collective under DDP)
         if is_main:
+            report_negatives_coverage(cfg, data_skips, (step - first_step) * cfg.train.batch_size)
             metrics_file.close()
             metrics_file = None
             summary = {**run_summary(cfg, files, step, skipped, config_hash), **data_skips}
@@ -277,6 +279,27 @@ def _train(
             metrics_file.close()
         progress.close()
         ctx.cleanup()
+
+
+def report_negatives_coverage(cfg: ExperimentConfig, data_skips: dict[str, Any], trained: int) -> None:
+    """One line when training samples had no hard negative, beside the share the miner itself found
+    none for (its summary): a much larger share means the parquet was mined from other shards."""
+    missing = (data_skips.get("dropped_samples") or {}).get("no_hard_negative", 0)
+    if not missing or cfg.variant.hard_negatives == "none":
+        return
+    parquet = Path(negatives_config(cfg).negatives)
+    mined = "unknown (no miner summary beside it)"
+    summary = parquet.with_name(parquet.name.removesuffix(".parquet") + ".summary.json")
+    try:
+        record = json.loads(summary.read_text())
+        found = record["modes"][cfg.variant.hard_negatives]["negatives"]
+        mined = f"{100 * (1 - found / max(record['captions'] - record['empty_captions'], 1)):.1f} %"
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    log.warning("%d of the %d samples trained on (%.1f %%) had no hard negative in %s; the miner found none for "
+                "%s of the captions it read. A much larger share here means the parquet was mined from other "
+                "shards: re-run `argent mine` on data.train_shards", missing, trained,
+                100 * missing / max(trained, 1), parquet, mined)
 
 
 def _checkpoint_step(path: Path) -> int:

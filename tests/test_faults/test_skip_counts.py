@@ -16,6 +16,7 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 import torch
 from PIL import Image
@@ -168,3 +169,28 @@ def test_a_cached_set_replayed_from_memory_counts_and_batches_as_a_fresh_read(tm
     for (a, counts_a), (b, counts_b) in zip(fresh, replayed, strict=True):
         assert counts_a == counts_b
         assert a["key"] == b["key"] and torch.equal(a["image"], b["image"]) and torch.equal(a["text"], b["text"])
+
+
+def test_samples_without_a_hard_negative_are_counted_and_named(tmp_path, caplog):
+    """A negatives parquet that covers only part of the training keys (mined from other shards, or
+    cut short) trains the rest without a hard negative: counted in summary.json and said in one line,
+    beside the share the miner itself found none for."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    with ShardWriter(shards / "shard-000000.tar") as writer:
+        for i in range(4):
+            writer.write(f"good{i}", {"txt": f"a red square number {i}".encode(), "jpg": jpeg(i)})
+    parquet = tmp_path / "negatives.parquet"
+    pl.DataFrame({"key": ["good0", "good1"], "negative": ["a blue square", "a red circle"],
+                  "c_hat": [0.9, 0.8], "mode": ["random", "random"]}).write_parquet(parquet)
+    (tmp_path / "negatives.summary.json").write_text(json.dumps(
+        {"captions": 2, "empty_captions": 0, "modes": {"random": {"negatives": 2}}}))
+    cfg = {**TINY, "train": {**TINY["train"], "steps": 1, "batch_size": 4, "checkpoint_every": 1},
+           "data": {"train_shards": str(shards / "shard-*.tar"), "format": "plain", "negatives": str(parquet)}}
+    exp = experiment_from_dict(cfg, "meru", "tiny", 0, base_dir=ROOT, variant_overrides={"hard_negatives": "random"})
+    torch.set_num_threads(1)
+    with caplog.at_level("WARNING", logger="argent.train"):
+        summary = train(exp, tmp_path / "run")
+    assert summary["dropped_samples"] == {"no_hard_negative": 2} and summary["skipped_samples"] == {}
+    assert "2 of the 4 samples trained on (50.0 %) had no hard negative" in caplog.text
+    assert "the miner found none for 0.0 % of the captions it read" in caplog.text
