@@ -39,7 +39,7 @@ from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the 
     to_device,
 )
 from argent.engine.summary import PERF_PREFIX, plot_curves, run_summary
-from argent.io import ArgentError, atomic_write_text, flatten
+from argent.io import ArgentError, atomic_write_text, flatten, read_json
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
@@ -138,6 +138,14 @@ def _train(
         if is_main:
             _truncate_metrics(files.metrics, step)
             log.info("resumed %s at step %d", files.root, step)
+        if step >= cfg.train.steps and files.summary.is_file():
+            # Finished already: its summary (with the data counts of the passes that trained it) stays
+            # as it is; re-writing it from a resumed stream that reads nothing would zero them.
+            finished = read_json(files.summary)
+            if finished.get("config_hash") == config_hash:
+                log.info("%s: already finished at step %d with this config; nothing to do", files.root, step)
+                ctx.cleanup()
+                return finished if is_main else {}
     elif holds_a_run(run):
         # A fresh run into a folder that holds a run is staged until it has finished: whatever stops
         # it (a bad config, a NaN at step 3, a kill), the folder's earlier run stays whole.

@@ -171,10 +171,8 @@ def test_a_cached_set_replayed_from_memory_counts_and_batches_as_a_fresh_read(tm
         assert a["key"] == b["key"] and torch.equal(a["image"], b["image"]) and torch.equal(a["text"], b["text"])
 
 
-def test_samples_without_a_hard_negative_are_counted_and_named(tmp_path, caplog):
-    """A negatives parquet that covers only part of the training keys (mined from other shards, or
-    cut short) trains the rest without a hard negative: counted in summary.json and said in one line,
-    beside the share the miner itself found none for."""
+def half_covered_run(tmp_path: Path):
+    """A 1-step run of 4 samples whose negatives parquet covers 2 of their keys."""
     shards = tmp_path / "shards"
     shards.mkdir()
     with ShardWriter(shards / "shard-000000.tar") as writer:
@@ -187,10 +185,28 @@ def test_samples_without_a_hard_negative_are_counted_and_named(tmp_path, caplog)
         {"captions": 2, "empty_captions": 0, "modes": {"random": {"negatives": 2}}}))
     cfg = {**TINY, "train": {**TINY["train"], "steps": 1, "batch_size": 4, "checkpoint_every": 1},
            "data": {"train_shards": str(shards / "shard-*.tar"), "format": "plain", "negatives": str(parquet)}}
-    exp = experiment_from_dict(cfg, "meru", "tiny", 0, base_dir=ROOT, variant_overrides={"hard_negatives": "random"})
+    return experiment_from_dict(cfg, "meru", "tiny", 0, base_dir=ROOT, variant_overrides={"hard_negatives": "random"})
+
+
+def test_samples_without_a_hard_negative_are_counted_and_named(tmp_path, caplog):
+    """A negatives parquet that covers only part of the training keys (mined from other shards, or
+    cut short) trains the rest without a hard negative: counted in summary.json and said in one line,
+    beside the share the miner itself found none for."""
     torch.set_num_threads(1)
     with caplog.at_level("WARNING", logger="argent.train"):
-        summary = train(exp, tmp_path / "run")
+        summary = train(half_covered_run(tmp_path), tmp_path / "run")
     assert summary["dropped_samples"] == {"no_hard_negative": 2} and summary["skipped_samples"] == {}
     assert "2 of the 4 samples trained on (50.0 %) had no hard negative" in caplog.text
     assert "the miner found none for 0.0 % of the captions it read" in caplog.text
+
+
+def test_a_same_config_rerun_of_a_finished_run_keeps_its_summary(tmp_path):
+    """Re-running a finished run with its own config (`argent train` by hand; Snakemake would not) does
+    nothing: its summary, with the counts of the passes that trained it, stays byte for byte."""
+    torch.set_num_threads(1)
+    exp = half_covered_run(tmp_path)
+    train(exp, tmp_path / "run")
+    before = (tmp_path / "run" / "summary.json").read_bytes()
+    again = train(exp, tmp_path / "run", resume="auto")
+    assert again["dropped_samples"] == {"no_hard_negative": 2}
+    assert (tmp_path / "run" / "summary.json").read_bytes() == before
