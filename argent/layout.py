@@ -105,6 +105,11 @@ def eval_dir(results: str | Path, group: str, variant: str, size: str, seed: int
     return Path(results) / EVAL_DIR / group / run_name(variant, size) / f"seed{seed}"
 
 
+def probe_result(results: str | Path, group: str, variant: str, size: str, seed: int | str) -> Path:
+    """Where the probe writes one run's result: ``<results>/probe/<group>/<variant>-<size>/seed<k>.json``."""
+    return Results(Path(results)).probe / group / run_name(variant, size) / f"seed{seed}.json"
+
+
 PRETRAINED_GROUP = "pretrained"  # eval/pretrained/<family>-<size>/seed0: a released model, read like a run
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, check_name
-from argent.layout import Results, run_name
+from argent.layout import probe_result
 from argent.plan.groups import Plan, RunKey, uses_negatives
 from argent.plan.preflight import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
 
@@ -91,7 +91,7 @@ def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
     probe = cfg.get("probe") or {}
     if not probe.get("enabled"):
         return {}
-    results = Results(Path(cfg.get("results", "results")))
+    results = Path(cfg.get("results", "results"))
     out: dict[str, RunKey] = {}
     for name in probe.get("variants") or []:
         group, _, variant = str(name).rpartition("/")
@@ -107,5 +107,5 @@ def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
                 if key not in plan.home:
                     raise ConfigError(f"probe: {key} is not a run of group {group} (probe.variants/sizes/seeds)")
                 home = plan.home[key]
-                out[str(results.probe / home.group / run_name(variant, size) / f"seed{seed}.json")] = home
+                out[str(probe_result(results, home.group, variant, size, seed))] = home
     return out

@@ -17,7 +17,8 @@ from argent.plan.groups import (TUNED_VARIANT, RunKey, base_variant, build_plan,
                                  uses_negatives)
 from argent.plan.pretrained import available_entries, parse_pretrained_section
 from argent.plan.targets import benchmark_data_inputs as benchmark_data_inputs_of, choose_benchmarks, mining_jobs, probe_runs
-from argent.layout import SUMMARY, eval_dir as runs_eval_dir, pretrained_eval_dir, run_dir as runs_run_dir
+from argent.layout import (EVAL_DIR, PRETRAINED_GROUP, SUMMARY, eval_dir as runs_eval_dir, pretrained_eval_dir,
+                           probe_result, run_dir as runs_run_dir)
 
 ROOT = Path(workflow.basedir)
 RESULTS = Path(config["results"])
@@ -115,8 +116,12 @@ def run_dir(group, variant, size, seed):
     return str(runs_run_dir(RESULTS, group, variant, size, seed))
 
 
-# A run's summary.json, the train rule's output (written last: it marks a finished run).
+# Output patterns from the one layout (argent/layout.py): a run's summary.json (the train rule's
+# output, written last: it marks a finished run), its evaluation folder, a released model's, a probe result.
 RUN_SUMMARY = str(runs_run_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}") / SUMMARY)
+RUN_EVAL_DIR = runs_eval_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}")
+PRETRAINED_EVAL_DIR = RESULTS / EVAL_DIR / PRETRAINED_GROUP / "{name}" / "seed0"
+PROBE_RESULT = str(probe_result(RESULTS, "{group}", "{variant}", "{size}", "{seed}"))
 
 
 def key_of(wildcards):

@@ -6,7 +6,7 @@ rule evaluate:
     input:
         benchmark_inputs,
     output:
-        [R("eval", "{group}", "{variant}-{size}", "seed{seed}", f"{b}.json") for b in benchmarks()],
+        [str(RUN_EVAL_DIR / f"{b}.json") for b in benchmarks()],
     params:
         run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
         names=benchmarks(),
@@ -31,7 +31,7 @@ rule evaluate_pretrained:
     input:
         pretrained_inputs,
     output:
-        [R("eval", "pretrained", "{name}", "seed0", f"{b}.json") for b in benchmarks()],
+        [str(PRETRAINED_EVAL_DIR / f"{b}.json") for b in benchmarks()],
     params:
         spec=lambda w: PRETRAINED[w.name].spec,
         arch=lambda w: PRETRAINED[w.name].arch,

@@ -6,7 +6,7 @@ rule probe:
         run=RUN_SUMMARY,
         data=HIERSHAPES_MANIFEST if config["probe"]["data"].startswith(HIERSHAPES) else [],
     output:
-        R("probe", "{group}", "{variant}-{size}", "seed{seed}.json"),
+        PROBE_RESULT,
     params:
         run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
         config=EFFECTIVE_CONFIG,  # the probe reads its probe: section (data, options) from here
