@@ -188,7 +188,3 @@ class Results:
 
     def tune(self, study: str) -> Path:
         return self.root / "tune" / study
-
-    @property
-    def tracking_uri(self) -> str:
-        return results_tracking_uri(self.root)

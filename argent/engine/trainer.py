@@ -144,6 +144,8 @@ def _train(
             finished = read_json(files.summary)
             if finished.get("config_hash") == config_hash:
                 log.info("%s: already finished at step %d with this config; nothing to do", files.root, step)
+                if is_main and files != run:
+                    promote(files, run)  # a staged run whose promotion was cut short: finish it
                 ctx.cleanup()
                 return finished if is_main else {}
     elif holds_a_run(run):
