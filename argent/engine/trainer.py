@@ -43,6 +43,7 @@ from argent.io import ArgentError, atomic_write_text, flatten, read_json
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
+from argent.negatives.io import summary_path
 from argent.layout import RunFolder, default_tracking_uri
 from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
     ResumeMismatch,
@@ -299,9 +300,8 @@ def report_negatives_coverage(cfg: ExperimentConfig, data_skips: dict[str, Any],
         return
     parquet = Path(negatives_config(cfg).negatives)
     mined = "unknown (no miner summary beside it)"
-    summary = parquet.with_name(parquet.name.removesuffix(".parquet") + ".summary.json")
     try:
-        record = json.loads(summary.read_text())
+        record = json.loads(summary_path(parquet).read_text())
         found = record["modes"][cfg.variant.hard_negatives]["negatives"]
         mined = f"{100 * (1 - found / max(record['captions'] - record['empty_captions'], 1)):.1f} %"
     except (OSError, ValueError, KeyError, TypeError):

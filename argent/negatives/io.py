@@ -132,3 +132,8 @@ def write_json(data: Any, path: str | Path) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def summary_path(out: Path) -> Path:
+    """The miner's JSON summary beside its parquet: ``<out without .parquet>.summary.json``."""
+    return out.with_name(out.name.removesuffix(".parquet") + ".summary.json")

@@ -15,7 +15,7 @@ from typing import Any
 
 from argent.negatives.config import MiningConfig
 from argent.negatives.generator import NegativeGenerator
-from argent.negatives.io import iter_source, write_json, write_parquet
+from argent.negatives.io import iter_source, summary_path, write_json, write_parquet
 
 
 @dataclass
@@ -33,10 +33,6 @@ class MineJob:
     summary: Path | None = None
     limit: int = 0
     config: MiningConfig = field(default_factory=MiningConfig)
-
-
-def summary_path(out: Path) -> Path:
-    return out.with_name(out.name.removesuffix(".parquet") + ".summary.json")
 
 
 def run(job: MineJob, generator: NegativeGenerator | None = None) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from argent.config import ConfigError, deep_merge, parse_override
+from argent.config import ConfigError, deep_merge
 from argent.io import atomic_write_json
 from argent.layout import Results, RunFolder, run_dir, split_run
-from argent.plan.groups import TUNED_VARIANT, Plan
+from argent.plan.groups import TUNED_VARIANT, Plan, trial_overrides
 
 RECORD = Path("bench") / "step_times.json"
 
@@ -119,9 +119,7 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
             gc.step_time[size] = step_time(cfg, size, gc.batch[size], device, base_dir)
         if TUNED_VARIANT in group.variants:
             tune = gcfg.get("tune") or {}
-            trial = deep_merge(gcfg, {})
-            for text in tune.get("train_overrides") or []:
-                trial = deep_merge(trial, parse_override(text))
+            trial = trial_overrides(gcfg)
             gc.study_steps = int(tune.get("n_trials", 0)) * int((trial.get("train") or {}).get("steps", 0))
             gc.notes.append(f"study: {tune.get('n_trials', 0)} trials × {(trial.get('train') or {}).get('steps')} steps")
         out.append(gc)

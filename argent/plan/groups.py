@@ -255,17 +255,24 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
     return plan
 
 
+def trial_overrides(gcfg: dict[str, Any]) -> dict[str, Any]:
+    """The tuning group's config with ``tune.train_overrides`` merged on top, in order; a malformed
+    override is named by its index."""
+    trial = gcfg
+    for i, text in enumerate((gcfg.get("tune") or {}).get("train_overrides") or []):
+        try:
+            trial = deep_merge(trial, parse_override(text))
+        except ConfigError as err:
+            raise ConfigError(f"tune.train_overrides[{i}]: {err}") from None
+    return trial
+
+
 def check_trial_config(gcfg: dict[str, Any], base_dir: Path) -> ExperimentConfig:
     """The config a study trial trains: the tuning group's, ``tune.train_overrides`` on top, resolved
     for the study's base variant. Found wrong at DAG build (a key that does not exist, a value of the
     wrong type), not in a worker after the first trials ran."""
     tune = gcfg.get("tune") or {}
-    trial = gcfg
-    for i, text in enumerate(tune.get("train_overrides") or []):
-        try:
-            trial = deep_merge(trial, parse_override(text))
-        except ConfigError as err:
-            raise ConfigError(f"tune.train_overrides[{i}]: {err}") from None
+    trial = trial_overrides(gcfg)
     seed = tune.get("seed", 0)
     check_seed(seed, "tune.seed")
     try:
