@@ -18,6 +18,7 @@ from argent.limits import check_device, check_model_arithmetic, check_schedule, 
 from argent.typed import (  # noqa: F401  (re-exported: argent.config is every stage's config API)
     WORKFLOW_SECTIONS,
     ConfigError,
+    check_range,
     check_sections,
     deep_merge,
     from_dict,
@@ -27,82 +28,18 @@ from argent.typed import (  # noqa: F401  (re-exported: argent.config is every s
     parse_override,
     section_of,
 )
-
-PAIR_TYPES = ("text_image", "phrase_crop", "crop_image", "phrase_text")
-"""Entailment pairs, named parent_child: caption ⊒ image, phrase ⊒ crop (inter-modality);
-crop ⊒ image, phrase ⊒ caption (intra-modality: a box is more general than its whole)."""
-INTRA_PAIRS = ("crop_image", "phrase_text")
-
+from argent.variant import (  # noqa: F401  (re-exported)
+    ENTAILMENT_KINDS,
+    INTRA_PAIRS,
+    PAIR_TYPES,
+    CementConfig,
+    VariantConfig,
+    check_variant_keys,
+)
 
 # --------------------------------------------------------------------------------------------
 # Sections
 # --------------------------------------------------------------------------------------------
-
-
-def check_range(key: str, value: float, low: float | None = None, high: float | None = None,
-                low_open: bool = False, high_open: bool = False) -> None:
-    """Raise ``ConfigError`` naming ``key`` when ``value`` is outside [low, high] (open ends when asked).
-    ``from_dict`` prefixes the section, so the message carries the key's full path."""
-    too_low = low is not None and (value <= low if low_open else value < low)
-    too_high = high is not None and (value >= high if high_open else value > high)
-    if too_low or too_high:
-        lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
-        hi = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
-        raise ConfigError(f"{key}: {value!r} is out of range; must be {' and '.join(x for x in (lo, hi) if x)}")
-
-
-@dataclass
-class CementConfig:
-    """Concreteness-calibrated margin on hard negatives (argent's documented stand-in)."""
-
-    enabled: bool = False
-    margin_mode: Literal["logit", "hinge"] = "logit"
-    margin_max: float = 0.1
-    margin_direction: Literal["increasing", "decreasing"] = "increasing"
-    hinge_weight: float = 0.2
-
-    def __post_init__(self) -> None:
-        check_range("margin_max", self.margin_max, low=0.0)
-        check_range("hinge_weight", self.hinge_weight, low=0.0)
-
-
-@dataclass
-class VariantConfig:
-    """A model family or ablation, as data. The training code never branches on its name."""
-
-    description: str = ""
-    geometry: Literal["euclidean", "lorentz"] = "lorentz"
-    use_boxes: bool = False  # crops & phrases: HyCoCLIP's 4-term contrastive + box pairs
-    entailment: Literal["none", "cone", "adaptive"] = "none"
-    entailment_pairs: list[str] = field(default_factory=lambda: ["text_image"])
-    entailment_weight: float = 0.2  # λ (MERU, HyCoCLIP) or γ₁ (ARGENT)
-    pair_reduction: Literal["sum", "half_sum", "mean"] = "sum"
-    cone_k: float = 0.1
-    cone_eta: dict[str, float] = field(default_factory=dict)  # per pair type; missing -> 1.0
-    adaptive_weight: Literal["none", "any", "intra"] = "intra"
-    huber_beta: float = 1.0
-    huber_form: Literal["smooth_l1", "huber"] = "smooth_l1"
-    detach_h: bool = True
-    h_tau: float = 1.0
-    angle_norm: Literal["none", "pi"] = "none"
-    norm_reg_weight: float = 0.0  # γ₂; 0 disables the term
-    hard_negatives: Literal["none", "concrete", "abstract", "random"] = "none"
-    cement: CementConfig = field(default_factory=CementConfig)
-
-    def __post_init__(self) -> None:
-        for pair in self.entailment_pairs:
-            if pair not in PAIR_TYPES:
-                raise ConfigError(f"entailment_pairs: unknown pair {pair!r}; allowed: {PAIR_TYPES}")
-            if pair != "text_image" and not self.use_boxes:
-                raise ConfigError(f"entailment_pairs: {pair!r} needs use_boxes: true")
-        for pair in self.cone_eta:
-            if pair not in PAIR_TYPES:
-                raise ConfigError(f"cone_eta: unknown pair {pair!r}; allowed: {PAIR_TYPES}")
-        if self.geometry == "euclidean" and (self.entailment != "none" or self.norm_reg_weight):
-            raise ConfigError("geometry: euclidean variants take no entailment or norm regulariser")
-        check_range("huber_beta", self.huber_beta, low=0.0, low_open=True)
-        for key in ("entailment_weight", "cone_k", "h_tau", "norm_reg_weight"):
-            check_range(key, getattr(self, key), low=0.0)
 
 
 @dataclass
@@ -321,14 +258,19 @@ def load_variants(path: str | Path) -> dict[str, dict[str, Any]]:
 
     for name in raw:
         check_name(name, f"{path}: variant")
-        resolve(name)
+        done = resolve(name)
+        own = set(raw[name] or {}) - {"tags", "extends"}
+        check_variant_keys(own, done.get("entailment", "none"), done.get("hard_negatives", "none"), f"{path}: {name}")
     return resolved
 
 
 def variant_from(catalogue: dict[str, dict[str, Any]], name: str, overrides: dict | None = None) -> VariantConfig:
     if name not in catalogue:
         raise ConfigError(f"variant {name!r} not in the catalogue; known: {sorted(catalogue)}")
-    return from_dict(VariantConfig, deep_merge(catalogue[name], overrides or {}), f"variants.{name}")
+    merged = deep_merge(catalogue[name], overrides or {})
+    check_variant_keys(overrides or {}, merged.get("entailment", "none"), merged.get("hard_negatives", "none"),
+                       f"variant overrides of {name}")
+    return from_dict(VariantConfig, merged, f"variants.{name}")
 
 
 def model_from(size: str, overrides: dict[str, Any] | None = None) -> ModelConfig:

@@ -162,6 +162,18 @@ def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
         raise ConfigError(f"{path}.{err}" if path else str(err)) from None
 
 
+def check_range(key: str, value: float, low: float | None = None, high: float | None = None,
+                low_open: bool = False, high_open: bool = False) -> None:
+    """Raise ``ConfigError`` naming ``key`` when ``value`` is outside [low, high] (open ends when asked).
+    ``from_dict`` prefixes the section, so the message carries the key's full path."""
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
+        hi = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
+        raise ConfigError(f"{key}: {value!r} is out of range; must be {' and '.join(x for x in (lo, hi) if x)}")
+
+
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Recursive dict merge; ``override`` wins; neither input is modified."""
     out = dict(base)

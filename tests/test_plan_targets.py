@@ -27,13 +27,14 @@ def smoke() -> dict:
 
 def test_benchmarks_made_by_the_dag_run_and_absent_optional_ones_are_one_line(smoke, tmp_path):
     cfg = copy.deepcopy(smoke)
-    # optional: true; absent whether or not ../shared is there (the first absent path is named)
+    # optional: true; absent whether or not ../shared is there (the first absent path, in the entry's
+    # field order, is named: the items file before the images)
     cfg["benchmarks"]["hierarcaps_pep"].update(hierarcaps_csv=str(tmp_path / "absent.csv"),
                                                image_dir=str(tmp_path / "absent-images"))
     choice = choose_benchmarks(cfg, ROOT)
     assert "hs_zeroshot" in choice.run and "hierarcaps_pep" not in choice.run  # hs_*: under hiershapes.out
     assert choice.skipped["hierarcaps_pep"] == (f"skipping optional benchmark hierarcaps_pep: "
-                                                 f"benchmarks.hierarcaps_pep.image_dir: {tmp_path / 'absent-images'} not found")
+                                                 f"benchmarks.hierarcaps_pep.hierarcaps_csv: {tmp_path / 'absent.csv'} not found")
     assert sorted(choice.run + list(choice.skipped)) == sorted(cfg["evaluate"]["benchmarks"])  # each, once
     assert choice.run == [b for b in cfg["evaluate"]["benchmarks"] if b in choice.run]  # in the config's order
 

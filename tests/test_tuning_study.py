@@ -263,8 +263,9 @@ def test_export_writes_best_yaml_that_train_reads_trials_csv_and_figures(tmp_pat
     best = {t.number: t for t in stored_trials(spec)}[best_number]
     assert doc["trial"] == best_number and doc["value"] == pytest.approx(values[best_number])
     assert doc["variant"]["cement"] == {"margin_max": best.params["cement.margin_max"]}
-    # `argent train --variant-file best.yaml` takes the variant: mapping as variant overrides.
-    exp = experiment_from_dict({}, "argent", "tiny", 0, base_dir=ROOT, variant_overrides=doc["variant"])
+    # `argent train --variant-file best.yaml` takes the variant: mapping as variant overrides (on a
+    # variant with hard negatives: the Cement margin does nothing without them, and is refused there).
+    exp = experiment_from_dict({}, "argent_negs_cement", "tiny", 0, base_dir=ROOT, variant_overrides=doc["variant"])
     assert exp.variant.huber_beta == best.params["huber_beta"]
     assert exp.variant.adaptive_weight == best.params["adaptive_weight"]
     assert exp.variant.entailment_weight == best.params["entailment_weight"]

@@ -7,22 +7,39 @@ fails with ``benchmarks.<name>.<key>`` and the allowed keys; a wrong type with i
 
 Relative paths are resolved against the working directory (the project root when run by the
 workflow) or the ``base_dir`` given to ``load_benchmark``.
+
+``PROTOCOLS`` is the one registry of evaluation protocols: each line pairs an entry dataclass with
+the function that runs it (named, imported when a benchmark runs, so this module stays torch-free
+for the workflow's parse). The entry's data paths are declared on its fields (``data_path``); the
+runner, ``argent check``, the DAG's inputs, the tables' data domains and tuning's leak check all read
+them from here. Adding a protocol: docs/architecture.md, "How to add".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from argent.config import ConfigError, check_name, from_dict, load_workflow_config
-from argent.evaluation.zeroshot import resolve_templates
+from argent.evaluation.templates import resolve_templates
 
 __all__ = [
     "PROTOCOLS",
+    "Protocol",
+    "data_path",
+    "entry_paths",
+    "ITEMS",
+    "IMAGES",
+    "SHARDS",
+    "SIDE",
+    "CLEANED",
+    "CLEANED_SIDE",
     "CommonOptions",
     "ZeroShotEntry",
     "RetrievalEntry",
@@ -34,6 +51,31 @@ __all__ = [
     "load_benchmark",
     "entry_hash",
 ]
+
+
+# What a data path of an entry holds. The kinds decide who looks at it: ``argent check`` wants the
+# source files (ITEMS, IMAGES, SIDE) present; the tables read a benchmark's data domain from ITEMS,
+# IMAGES and SHARDS; a tuning benchmark marked ``split: val`` may not share an ITEMS or CLEANED file
+# with a test benchmark; CLEANED and CLEANED_SIDE are written by ``argent clean`` (the entry falls
+# back to its ITEMS file when they are absent).
+ITEMS = "items"  # the file or folder listing the test items
+IMAGES = "images"  # where the items' images are read (splits may share it)
+SHARDS = "shards"  # a webdataset shard pattern (its reader names a missing shard)
+SIDE = "side"  # a side file that adds metrics (a taxonomy)
+CLEANED = "cleaned"  # the cleaned subset of the items (argent clean)
+CLEANED_SIDE = "cleaned_side"  # a side file written by argent clean (the negative pool)
+PATH_KINDS = (ITEMS, IMAGES, SHARDS, SIDE, CLEANED, CLEANED_SIDE)
+# ``split:`` on an entry whose protocol has no split of its own: which split its files are
+# (argent/tuning/objective.py reads only ``val`` entries).
+SPLIT_LABELS = ("val", "test")
+
+
+def data_path(kind: str, *, required: bool = False) -> Any:
+    """A path field of a benchmark entry: ``kind`` is one of ``PATH_KINDS``; ``required``: the entry
+    is refused without it. A relative path is taken from the base folder when the entry is parsed."""
+    if kind not in PATH_KINDS:
+        raise ValueError(f"data_path: kind {kind!r} is not one of {PATH_KINDS}")
+    return field(default="", metadata={"path_kind": kind, "required": required})
 
 
 @dataclass
@@ -55,15 +97,18 @@ class CommonOptions:
                 raise ConfigError(f"{key}: must be >= 1, got {getattr(self, key)}")
         if self.limit < 0 or self.num_workers < 0:
             raise ConfigError("limit / num_workers: must be >= 0")
+        for f in dataclasses.fields(self):
+            if f.metadata.get("required") and not getattr(self, f.name):
+                raise ConfigError(f"{f.name}: required for protocol {self.protocol!r}")
 
 
 @dataclass
 class ZeroShotEntry(CommonOptions):
     """Zero-shot classification on an image-folder split (``<root>/<class id>/*.jpg``)."""
 
-    root: str = ""
+    root: str = data_path(ITEMS, required=True)  # <root>/<class id>/*.jpg
     templates: list[str] | str = "default"  # a list of '{}' templates or a named set (zeroshot.TEMPLATE_SETS)
-    taxonomy: str = ""  # 'parent child' class-id edges; enables the WordNet hierarchy metrics
+    taxonomy: str = data_path(SIDE)  # 'parent child' class-id edges; enables the WordNet hierarchy metrics
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -78,8 +123,8 @@ class RetrievalEntry(CommonOptions):
     """Image–text retrieval R@k in both directions."""
 
     format: Literal["karpathy", "coco"] = "karpathy"
-    annotations: str = ""  # Karpathy dataset_*.json or COCO captions_*.json
-    image_dir: str = ""
+    annotations: str = data_path(ITEMS, required=True)  # Karpathy dataset_*.json or COCO captions_*.json
+    image_dir: str = data_path(IMAGES, required=True)
     split: str = "test"  # Karpathy split
     ks: list[int] = field(default_factory=lambda: [5, 10])
 
@@ -93,10 +138,10 @@ class RetrievalEntry(CommonOptions):
 class PepEntry(CommonOptions):
     """PEP on a HierarCaps-format split; pairs from the cleaning step's files when present."""
 
-    hierarcaps_csv: str = ""  # the whole split (fallback when clean_csv is absent)
-    image_dir: str = ""
-    clean_csv: str = ""  # cleaned subset, HierarCaps format (argent clean)
-    negative_pool: str = ""  # negative_pool.csv with a 'caption' column (argent clean)
+    hierarcaps_csv: str = data_path(ITEMS, required=True)  # the whole split (fallback when clean_csv is absent)
+    image_dir: str = data_path(IMAGES, required=True)
+    clean_csv: str = data_path(CLEANED)  # cleaned subset, HierarCaps format (argent clean)
+    negative_pool: str = data_path(CLEANED_SIDE)  # negative_pool.csv with a 'caption' column (argent clean)
     block_entries: int = 1 << 22  # angles per scoring block (memory bound)
 
 
@@ -104,8 +149,8 @@ class PepEntry(CommonOptions):
 class HierarCapsEntry(CommonOptions):
     """The original HierarCaps protocol: Kendall τ of radius vs level, threshold retrieval."""
 
-    hierarcaps_csv: str = ""
-    image_dir: str = ""
+    hierarcaps_csv: str = data_path(ITEMS, required=True)
+    image_dir: str = data_path(IMAGES, required=True)
     steps: int = 50
 
     def __post_init__(self) -> None:
@@ -118,8 +163,8 @@ class HierarCapsEntry(CommonOptions):
 class CompositionalEntry(CommonOptions):
     """SugarCrepe-format items: ``<json_dir>/<category>.json`` + images matched by COCO id."""
 
-    json_dir: str = ""
-    image_dir: str = ""
+    json_dir: str = data_path(ITEMS, required=True)
+    image_dir: str = data_path(IMAGES, required=True)
     categories: list[str] = field(default_factory=list)  # empty = every JSON file found
 
 
@@ -127,32 +172,58 @@ class CompositionalEntry(CommonOptions):
 class AnalysisEntry(CommonOptions):
     """Norm distributions and a 2-D projection; every source is optional, at least one needed."""
 
-    hierarcaps_csv: str = ""  # images + caption levels 1–4
-    image_dir: str = ""
-    shards: str = ""  # grounded webdataset shards (image, caption, crop, phrase)
+    hierarcaps_csv: str = data_path(ITEMS)  # images + caption levels 1–4
+    image_dir: str = data_path(IMAGES)
+    shards: str = data_path(SHARDS)  # grounded webdataset shards (image, caption, crop, phrase)
     min_box_area: int = 1024  # crop rule threshold in pixels (HyCoCLIP 32·32; hiershapes' manifest gives its own)
     max_points: int = 1000  # points per item type in the projection figure
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (self.hierarcaps_csv or self.shards):
+            raise ConfigError("hierarcaps_csv: analysis needs hierarcaps_csv (+ image_dir) and/or shards")
+        if self.hierarcaps_csv and not self.image_dir:
+            raise ConfigError("image_dir: required with hierarcaps_csv")
 
-PROTOCOLS: dict[str, type[CommonOptions]] = {
-    "zeroshot": ZeroShotEntry,
-    "retrieval": RetrievalEntry,
-    "pep": PepEntry,
-    "hierarcaps": HierarCapsEntry,
-    "compositional": CompositionalEntry,
-    "analysis": AnalysisEntry,
+
+@dataclass(frozen=True)
+class Protocol:
+    """One evaluation protocol: its validated entry and the function that runs it, named as
+    ``"module:function"`` (``run(model, entry, policy, out_path) -> {"metrics", "counts", "items", ...}``,
+    argent/evaluation/runner.py) and imported only when a benchmark runs."""
+
+    entry: type[CommonOptions]
+    run: str
+
+    def runner(self) -> Callable[..., dict]:
+        module, _, name = self.run.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+PROTOCOLS: dict[str, Protocol] = {
+    "zeroshot": Protocol(ZeroShotEntry, "argent.evaluation.protocol_runs:run_zeroshot"),
+    "retrieval": Protocol(RetrievalEntry, "argent.evaluation.protocol_runs:run_retrieval"),
+    "pep": Protocol(PepEntry, "argent.evaluation.protocol_runs:run_pep"),
+    "hierarcaps": Protocol(HierarCapsEntry, "argent.evaluation.protocol_runs:run_hierarcaps"),
+    "compositional": Protocol(CompositionalEntry, "argent.evaluation.protocol_runs:run_compositional"),
+    "analysis": Protocol(AnalysisEntry, "argent.evaluation.analysis_run:run_analysis"),
 }
 
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "zeroshot": ("root",),
-    "retrieval": ("annotations", "image_dir"),
-    "pep": ("hierarcaps_csv", "image_dir"),
-    "hierarcaps": ("hierarcaps_csv", "image_dir"),
-    "compositional": ("json_dir", "image_dir"),
-    "analysis": (),
-}
-_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "clean_csv", "negative_pool", "json_dir")
+
+def _path_fields(cls: type[CommonOptions]) -> dict[str, str]:
+    return {f.name: f.metadata["path_kind"] for f in dataclasses.fields(cls) if "path_kind" in f.metadata}
+
+
+def entry_paths(raw: dict[str, Any], kinds: Iterable[str] = PATH_KINDS) -> dict[str, str]:
+    """{key: path as written} of a raw ``benchmarks.<name>`` mapping, for the path fields of the given
+    kinds (its protocol's entry declares them); empty for an unknown protocol (parsing reports that)."""
+    protocol = PROTOCOLS.get(raw.get("protocol")) if isinstance(raw, dict) else None
+    if protocol is None:
+        return {}
+    wanted = set(kinds)
+    return {key: raw[key] for key, kind in _path_fields(protocol.entry).items()
+            if kind in wanted and isinstance(raw.get(key), str) and raw[key]}
 
 
 def parse_benchmark(name: str, raw: Any, base_dir: str | Path | None = None) -> CommonOptions:
@@ -167,28 +238,23 @@ def parse_benchmark(name: str, raw: Any, base_dir: str | Path | None = None) -> 
     protocol = raw.get("protocol")
     if protocol not in PROTOCOLS:
         raise ConfigError(f"{where}.protocol: {protocol!r} is not allowed; allowed: {sorted(PROTOCOLS)}")
-    cls = PROTOCOLS[protocol]
+    cls = PROTOCOLS[protocol].entry
     allowed = [f.name for f in dataclasses.fields(cls)]
+    raw = dict(raw)
+    if "split" not in allowed and "split" in raw:  # a label only (tuning reads split: val entries)
+        if raw.pop("split") not in SPLIT_LABELS:
+            raise ConfigError(f"{where}.split: a label for tuning here; one of {SPLIT_LABELS}")
     for key in raw:
         if key not in allowed:
             raise ConfigError(f"{where}.{key}: unknown key for protocol {protocol!r}; allowed: {allowed}")
     entry = from_dict(cls, dict(raw), where)
-    if protocol == "analysis" and not (entry.hierarcaps_csv or entry.shards):
-        raise ConfigError(f"{where}: analysis needs hierarcaps_csv (+ image_dir) and/or shards")
-    if protocol == "analysis" and entry.hierarcaps_csv and not entry.image_dir:
-        raise ConfigError(f"{where}.image_dir: required with hierarcaps_csv")
-    for key in _REQUIRED[protocol]:
-        if not getattr(entry, key):
-            raise ConfigError(f"{where}.{key}: required for protocol {protocol!r}")
     # The entry as written (relative paths kept), so its hash does not depend on the machine.
     entry.as_written = dataclasses.asdict(entry)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
-    for key in _PATH_KEYS:
-        value = getattr(entry, key, "")
+    for key in _path_fields(cls):
+        value = getattr(entry, key)
         if value and not Path(value).is_absolute():
             setattr(entry, key, str(base / value))
-    if isinstance(entry, AnalysisEntry) and entry.shards and not Path(entry.shards).is_absolute():
-        entry.shards = str(base / entry.shards)
     return entry
 
 

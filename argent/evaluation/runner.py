@@ -21,23 +21,14 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from argent.data.policy import BadDataPolicy, mark_partial
-from argent.evaluation.analysis_run import run_analysis
-from argent.evaluation.benchmarks import CommonOptions, entry_hash
+from argent.evaluation.benchmarks import PROTOCOLS, CommonOptions, entry_hash
 from argent.evaluation.items import item_vector
-from argent.evaluation.protocol_runs import (
-    run_compositional,
-    run_hierarcaps,
-    run_pep,
-    run_retrieval,
-    run_zeroshot,
-)
 from argent.io import flatten
 from argent.models.tokenizer import counting_truncations
 
@@ -49,16 +40,6 @@ UNITS = (
     "accuracies, recalls, AUC, AP, Jaccard, hierarchical precision/recall and threshold precision/recall "
     "are fractions in [0, 1]; tie and lca are tree edges; kendall_tau is in [-1, 1]; norms in embedding units"
 )
-
-
-_RUNNERS: dict[str, Callable[..., dict]] = {
-    "zeroshot": run_zeroshot,
-    "retrieval": run_retrieval,
-    "pep": run_pep,
-    "hierarcaps": run_hierarcaps,
-    "compositional": run_compositional,
-    "analysis": run_analysis,
-}
 
 
 def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path | None = None) -> dict[str, Any]:
@@ -73,7 +54,8 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
     start = time.perf_counter()
     try:
         with counting_truncations() as cut:
-            result = _RUNNERS[entry.protocol](model, entry, policy, Path(out_path) if out_path else None)
+            run = PROTOCOLS[entry.protocol].runner()  # the registry, argent/evaluation/benchmarks.py
+            result = run(model, entry, policy, Path(out_path) if out_path else None)
     finally:
         model.train(was_training)
     counts = result.pop("counts")

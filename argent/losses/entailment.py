@@ -1,7 +1,8 @@
 """Entailment terms on (parent, child) pairs: MERU/HyCoCLIP's cone hinge and ARGENT's adaptive
 Huber loss (docs/method.md §3).
 
-Pair types are named parent_child (``argent.config.PAIR_TYPES``): text_image (caption ⊒ image),
+A kind's per-pair loss is registered in ``argent.variant.ENTAILMENT_KINDS`` with the variant fields it
+reads (``cone_pair_loss``, ``adaptive_pair_loss``). Pair types are named parent_child (``argent.variant.PAIR_TYPES``): text_image (caption ⊒ image),
 phrase_crop (phrase ⊒ crop), crop_image (crop ⊒ image), phrase_text (phrase ⊒ caption). Each pair
 type's loss is the mean over the batch; ``reduce_pairs`` combines the per-type means.
 
@@ -17,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from argent import geometry as geo
-from argent.config import INTRA_PAIRS, VariantConfig
+from argent.variant import ENTAILMENT_KINDS, INTRA_PAIRS, VariantConfig
 from argent.losses._precision import full, no_autocast
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "adaptive_weight",
     "huber",
     "adaptive_loss",
+    "cone_pair_loss",
+    "adaptive_pair_loss",
     "pair_losses",
     "reduce_pairs",
 ]
@@ -128,33 +131,31 @@ def pair_losses(emb: dict[str, Tensor], curv: float | Tensor, variant: VariantCo
     Empty when ``variant.entailment`` is "none". Raises KeyError naming the missing item when a
     pair's parent or child embedding is absent.
     """
-    if variant.entailment == "none":
+    kind = ENTAILMENT_KINDS[variant.entailment]  # the registry (argent/variant.py); VariantConfig checked the name
+    if not kind.loss:
         return {}
+    loss = kind.loss_fn()
     out: dict[str, Tensor] = {}
     for pair in variant.entailment_pairs:
         parent_key, child_key = PAIR_ITEMS[pair]
         for key in (parent_key, child_key):
             if key not in emb:
                 raise KeyError(f"entailment pair {pair!r} needs the {key!r} embedding; got {sorted(emb)}")
-        parent, child = emb[parent_key], emb[child_key]
-        if variant.entailment == "cone":
-            per_item = cone_loss(parent, child, curv, k=variant.cone_k, eta=variant.cone_eta.get(pair, 1.0))
-        elif variant.entailment == "adaptive":
-            per_item = adaptive_loss(
-                parent,
-                child,
-                curv,
-                use_h=h_applies(pair, variant.adaptive_weight),
-                beta=variant.huber_beta,
-                form=variant.huber_form,
-                tau=variant.h_tau,
-                detach_h=variant.detach_h,
-                angle_norm=variant.angle_norm,
-            )
-        else:
-            raise ValueError(f"entailment: {variant.entailment!r} is not one of none, cone, adaptive")
-        out[pair] = per_item.mean()
+        out[pair] = loss(emb[parent_key], emb[child_key], curv, variant, pair).mean()
     return out
+
+
+def cone_pair_loss(parent: Tensor, child: Tensor, curv: float | Tensor, variant: VariantConfig, pair: str) -> Tensor:
+    """The ``cone`` kind (MERU, HyCoCLIP): ``cone_loss`` with the variant's K and the pair's η -> (B,)."""
+    return cone_loss(parent, child, curv, k=variant.cone_k, eta=variant.cone_eta.get(pair, 1.0))
+
+
+def adaptive_pair_loss(parent: Tensor, child: Tensor, curv: float | Tensor, variant: VariantConfig,
+                       pair: str) -> Tensor:
+    """The ``adaptive`` kind (ARGENT): ``adaptive_loss`` with h on the pairs ``adaptive_weight`` names -> (B,)."""
+    return adaptive_loss(parent, child, curv, use_h=h_applies(pair, variant.adaptive_weight), beta=variant.huber_beta,
+                         form=variant.huber_form, tau=variant.h_tau, detach_h=variant.detach_h,
+                         angle_norm=variant.angle_norm)
 
 
 def reduce_pairs(per_pair: dict[str, Tensor], reduction: str) -> Tensor:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BENCHMARK_PATH_KEYS", "Finding", "benchmark_findings", "is_produced", "missing_required", "produced_prefixes"]
+from argent.evaluation.benchmarks import IMAGES, ITEMS, SIDE, entry_paths
 
-BENCHMARK_PATH_KEYS = ("root", "taxonomy", "annotations", "image_dir", "hierarcaps_csv", "json_dir")
+__all__ = ["Finding", "benchmark_findings", "is_produced", "missing_required", "produced_prefixes"]
 
 
 @dataclass
@@ -34,13 +34,11 @@ def is_produced(path: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def benchmark_findings(name: str, entry: dict[str, Any], prefixes: tuple[str, ...], base_dir: Path) -> list[Finding]:
-    """One finding per data path of ``benchmarks.<name>``."""
+    """One finding per source data path of ``benchmarks.<name>`` (its items, images and side files, as
+    its protocol's entry declares them; shards are checked by their reader, cleaned files fall back)."""
     out = []
     optional = bool(entry.get("optional", False))
-    for key in BENCHMARK_PATH_KEYS:
-        value = entry.get(key)
-        if not isinstance(value, str) or not value:
-            continue
+    for key, value in entry_paths(entry, (ITEMS, IMAGES, SIDE)).items():
         where = f"benchmarks.{name}.{key}"
         if is_produced(value, prefixes):
             out.append(Finding(where, value, "produced"))

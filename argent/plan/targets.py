@@ -13,7 +13,8 @@ from typing import Any
 from argent.config import ConfigError, check_name
 from argent.layout import probe_result
 from argent.plan.groups import Plan, RunKey, uses_negatives
-from argent.plan.preflight import BENCHMARK_PATH_KEYS, benchmark_findings, missing_required, produced_prefixes
+from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
+from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
 
 __all__ = ["BenchmarkChoice", "benchmark_data_inputs", "choose_benchmarks", "mining_jobs", "probe_runs"]
 
@@ -28,13 +29,16 @@ class BenchmarkChoice:
 
 
 def choose_benchmarks(cfg: dict[str, Any], base_dir: Path) -> BenchmarkChoice:
-    """A benchmark runs when its data is made by this DAG or present on disk. Absent data is an error
+    """A benchmark runs when its entry is valid (the protocol registry, argent/evaluation/benchmarks.py)
+    and its data is made by this DAG or present on disk. Absent data is an error
     naming the key and path (a required benchmark, the default) or one skip line (``optional: true``)."""
     names = [check_name(b, "evaluate.benchmarks") for b in (cfg.get("evaluate") or {}).get("benchmarks") or []]
     entries = cfg.get("benchmarks") or {}
     unknown = [b for b in names if b not in entries]
     if unknown:
         raise ConfigError(f"evaluate.benchmarks: {unknown} not defined under benchmarks: (defined: {sorted(entries)})")
+    for name, raw in entries.items():  # every entry (tuning reads some), before any job runs
+        parse_benchmark(name, raw, base_dir)
     run, skipped = [], {}
     prefixes = produced_prefixes(cfg)
     for name in names:
@@ -57,12 +61,9 @@ def benchmark_data_inputs(cfg: dict[str, Any], names: list[str], made_by_synth: 
     inputs = set()
     for name in names:
         entry = (cfg.get("benchmarks") or {}).get(name) or {}  # an unknown name is choose_benchmarks' error
-        paths = [v for k, v in entry.items() if isinstance(v, str) and k in BENCHMARK_PATH_KEYS]
-        if any(p.startswith(made_by_synth) for p in paths):
+        if any(p.startswith(made_by_synth) for p in entry_paths(entry).values()):
             inputs.add(manifest)
-        for key in ("clean_csv", "negative_pool"):
-            if str(entry.get(key, "")).startswith(results):
-                inputs.add(entry[key])
+        inputs.update(p for p in entry_paths(entry, (CLEANED, CLEANED_SIDE)).values() if p.startswith(results))
     return sorted(inputs)
 
 

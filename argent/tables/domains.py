@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from argent.evaluation.benchmarks import IMAGES, ITEMS, SHARDS, entry_paths
 from argent.plan.groups import Plan
 
 SYNTHETIC, REAL = "synthetic", "real"
-PATH_KEYS = ("root", "hierarcaps_csv", "annotations", "json_dir", "image_dir", "shards")
 
 
 def _under(path: str, root: Path) -> bool:
@@ -38,7 +38,7 @@ def benchmark_domain(cfg: dict[str, Any], benchmark: str, base_dir: Path) -> str
     """synthetic when every data path of the benchmark entry lies under ``hiershapes.out``, else real."""
     entry = (cfg.get("benchmarks") or {}).get(benchmark) or {}
     root = base_dir / str((cfg.get("hiershapes") or {}).get("out", "data/hiershapes"))
-    return _domain([str(base_dir / str(entry[k])) for k in PATH_KEYS if entry.get(k)], root)
+    return _domain([str(base_dir / p) for p in entry_paths(entry, (ITEMS, IMAGES, SHARDS)).values()], root)
 
 
 def domain_check(cfg: dict[str, Any], plan: Plan, base_dir: Path) -> Callable[[str, str, str], str]:

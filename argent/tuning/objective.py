@@ -17,7 +17,7 @@ from typing import Any
 from argent.config import ConfigError, TrackingConfig, deep_merge, experiment_from_dict, parse_override
 from argent.runs import load_model
 from argent.engine.trainer import train
-from argent.evaluation.benchmarks import PROTOCOLS, entry_hash, parse_benchmark
+from argent.evaluation.benchmarks import CLEANED, ITEMS, PROTOCOLS, entry_hash, entry_paths, parse_benchmark
 from argent.evaluation.runner import evaluate
 from argent.tuning.config import ObjectiveTerm, TuneConfig
 from argent.tuning.space import variant_overrides
@@ -32,12 +32,10 @@ __all__ = [
     "check_space_values",
 ]
 
-# Keys that name the data an entry reads; a validation entry must not share one with a test entry.
-_DATA_KEYS = ("root", "hierarcaps_csv", "json_dir", "clean_csv")
-
-
 def _data_files(raw: dict[str, Any]) -> set[str]:
-    return {str(Path(raw[k])) for k in _DATA_KEYS if isinstance(raw.get(k), str) and raw[k]}
+    """The item files an entry reads (its protocol's ITEMS and CLEANED paths); a validation entry must
+    not share one with a test entry (images may be shared between splits)."""
+    return {str(Path(p)) for p in entry_paths(raw, (ITEMS, CLEANED)).values()}
 
 
 def validation_benchmarks(tune: TuneConfig, workflow: dict[str, Any], base_dir: str | Path | None = None) -> dict[str, Any]:
@@ -58,7 +56,7 @@ def validation_benchmarks(tune: TuneConfig, workflow: dict[str, Any], base_dir: 
                 f"mark it split: val (never the test split)."
             )
         protocol = PROTOCOLS.get(raw.get("protocol"))
-        if protocol is not None and "split" not in {f.name for f in dataclasses.fields(protocol)}:
+        if protocol is not None and "split" not in {f.name for f in dataclasses.fields(protocol.entry)}:
             raw.pop("split")  # a tuning label for protocols whose entry has no split of its own
             for other, other_raw in section.items():
                 shared = _data_files(raw) & _data_files(other_raw or {})
