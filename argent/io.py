@@ -60,6 +60,16 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def write_text_if_changed(path: str | Path, text: str) -> bool:
+    """Write ``text`` atomically unless the file already holds it (its timestamp then stays, so a
+    tool that compares timestamps sees no change). Returns whether it wrote."""
+    path = Path(path)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    atomic_write_text(path, text)
+    return True
+
+
 def atomic_write_json(path: str | Path, data: Any, indent: int = 2) -> None:
     """Indented JSON; NaN and infinities are refused (they are not JSON)."""
     atomic_write_text(path, json.dumps(data, indent=indent, allow_nan=False) + "\n")

@@ -31,7 +31,7 @@ def default_plan(cfg=None):
 
 
 def hashes(plan) -> dict[RunKey, str]:
-    """The train rule's `hash` param (common.smk: run_identity) of every run the plan trains."""
+    """The train rule's `hash` param (argent/plan/dag.py: Dag.run_hash, i.e. run_identity) of every run the plan trains."""
     return {key: run_identity(plan.configs[key.group], key, ROOT) for key in plan.trained}
 
 

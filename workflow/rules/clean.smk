@@ -4,19 +4,18 @@
 
 rule clean_hierarcaps:
     input:
-        # The embedded split is made by synth_hiershapes (its manifest marks it complete).
-        data=lambda w: HIERSHAPES_MANIFEST if clean_source(w.dataset).startswith(HIERSHAPES) else clean_source(w.dataset),
+        data=lambda w: ARGENT_DAG.clean_inputs(w.dataset),
     output:
         clean=R("data", "{dataset}", "hierarcaps_clean.csv"),
         pool=R("data", "{dataset}", "negative_pool.csv"),
         scores=R("data", "{dataset}", "clean_scores.csv"),
         table1=report(R("data", "{dataset}", "table1.md"), caption="../report/table1.rst", category="Tables"),
     params:
-        csv=lambda w: clean_source(w.dataset),
+        csv=lambda w: ARGENT_DAG.clean_source(w.dataset),
         images=lambda w: config["clean"]["datasets"][w.dataset]["images"],
         out_dir=lambda w: R("data", w.dataset),
         config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
-        hash=lambda w: clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here
+        hash=lambda w: ARGENT_DAG.clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here
     benchmark:
         R("benchmarks", "clean_hierarcaps", "{dataset}.tsv"),
     log:

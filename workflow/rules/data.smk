@@ -49,7 +49,7 @@ if IMAGE_CACHE:
 
     rule image_cache:
         input:
-            shards_inputs(config["data"]["train_shards"]),
+            ARGENT_DAG.shards_inputs(config["data"]["train_shards"]),
         output:
             marker=IMAGE_CACHE_MARKER,
         params:

@@ -8,10 +8,10 @@ rule evaluate:
     output:
         [str(RUN_EVAL_DIR / f"{b}.json") for b in benchmarks()],
     params:
-        run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
+        run_dir=run_dir,
         names=benchmarks(),
         out_dir=lambda w, output: str(Path(output[0]).parent),
-        hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
+        hash=ARGENT_DAG.evaluation_hash(),
         config=EFFECTIVE_CONFIG,
     benchmark:
         R("benchmarks", "evaluate", "{group}", "{variant}-{size}-seed{seed}.tsv"),
@@ -37,7 +37,7 @@ rule evaluate_pretrained:
         arch=lambda w: PRETRAINED[w.name].arch,
         names=benchmarks(),
         out_dir=lambda w, output: str(Path(output[0]).parent),
-        hash=stable_hash({b: config["benchmarks"][b] for b in benchmarks()}),
+        hash=ARGENT_DAG.evaluation_hash(),
         entry=lambda w: stable_hash(PRETRAINED[w.name]),
         results=lambda w, output: str(Path(output[0]).parents[4]),  # <results>/eval/pretrained/<name>/seed0/
         config=EFFECTIVE_CONFIG,

@@ -8,7 +8,7 @@ rule probe:
     output:
         PROBE_RESULT,
     params:
-        run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
+        run_dir=run_dir,
         config=EFFECTIVE_CONFIG,  # the probe reads its probe: section (data, options) from here
         hash=stable_hash(config["probe"]),
     benchmark:
@@ -25,7 +25,7 @@ rule probe:
 
 rule probe_figure:
     input:
-        probe_targets(),
+        list(ARGENT_DAG.probe),
     output:
         report(R("figures", "probe_exposure.png"), caption="../report/probe.rst", category="Figures"),
     benchmark:

@@ -4,10 +4,10 @@
 
 rule tables:
     input:
-        evals=eval_targets(),
-        released=pretrained_eval_targets(),
-        runs=summaries(),
-        extra=table_extras(),
+        evals=ARGENT_DAG.eval_targets(),
+        released=ARGENT_DAG.pretrained_eval_targets(),
+        runs=ARGENT_DAG.summaries(),
+        extra=ARGENT_DAG.table_extras(),
         claims=(config["tables"].get("claims") or {}).get("file", "config/claims.yaml"),
     output:
         main_md=report(R("tables", "main.md"), caption="../report/main_table.rst", category="Tables"),
@@ -31,9 +31,8 @@ rule tables:
         out=lambda w, output: str(Path(output.main_md).parent),
         config=EFFECTIVE_CONFIG,
         results=lambda w: str(RESULTS),
-        skipped=skipped_benchmarks(),
-        hash=stable_hash([config.get("tables", {}), config["runs"], config.get("groups"),
-                          config.get("tune", {}).get("enabled"), sorted(map(str, PLAN.home.items()))]),
+        skipped=list(ARGENT_DAG.benchmarks.skipped),
+        hash=ARGENT_DAG.tables_hash(),
     benchmark:
         R("benchmarks", "tables", "tables.tsv"),
     log:

@@ -19,7 +19,7 @@ rule train:
     output:
         summary=RUN_SUMMARY,
     params:
-        run_dir=lambda w: run_dir(w.group, w.variant, w.size, w.seed),
+        run_dir=run_dir,
         base=lambda w: base_variant(config, w.variant),
         variant_file=lambda w, input: ["--variant-file", input.best[0]] if input.best else [],
         launcher=train_launcher,

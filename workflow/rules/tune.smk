@@ -5,14 +5,13 @@
 
 rule tune_worker:
     input:
-        tune_inputs,
+        lambda w: ARGENT_DAG.tune_inputs(),
     output:
         touch(R("tune", "{study}", "workers", "{worker}.done")),
     params:
         out=lambda w, output: str(Path(output[0]).parent.parent),
-        config=tune_config(),  # the tuning group's config: the study trains on its budget
-        hash=stable_hash([config.get("tune", {}), tune_objective_entries(),
-                          PLAN.groups[tuning_group()].overrides if tuning_group() else {}]),
+        config=ARGENT_DAG.tune_config(),  # the tuning group's config: the study trains on its budget
+        hash=ARGENT_DAG.tune_hash(),
     benchmark:
         R("benchmarks", "tune_worker", "{study}-worker{worker}.tsv"),
     log:
@@ -34,7 +33,7 @@ rule tune_export:
         trials=R("tune", "{study}", "trials.csv"),
     params:
         out=lambda w, output: str(Path(output.best).parent),
-        config=tune_config(),
+        config=ARGENT_DAG.tune_config(),
     benchmark:
         R("benchmarks", "tune_export", "{study}-export.tsv"),
     log:

@@ -1,0 +1,238 @@
+"""Every question the workflow's rules ask of the config, answered once per DAG build.
+
+``build_dag(config, root)`` resolves the experiment groups (``argent.plan.groups``), the released
+models, the benchmarks that run, the mining jobs and the probe's runs, and keeps the lines the build
+prints (groups left out, the cost, optional data skipped). Its methods give each rule its inputs,
+its ``hash`` param (the part of the config the job depends on: a change re-runs exactly the jobs it
+affects) and the config files the verbs read. Torch-free and free of Snakemake: the Snakefile parses
+it on every job; tests/test_plan_dag.py checks each answer and message. ``workflow/rules/common.smk``
+only adapts these methods to Snakemake's wildcards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from argent.config import ConfigError
+from argent.io import file_sha256
+from argent.layout import SUMMARY, eval_dir, pretrained_eval_dir, run_dir
+from argent.plan.cost import cost_line
+from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, left_out_lines, run_identity, uses_negatives
+from argent.plan.pretrained import PretrainedEntry, available_entries, parse_pretrained_section
+from argent.plan.targets import BenchmarkChoice, benchmark_data_inputs, choose_benchmarks, mining_jobs, probe_runs
+
+__all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
+
+
+def stable_hash(obj: Any) -> str:
+    """16 hex digits of SHA-256 over sorted-key JSON (``str`` for anything JSON lacks): a job's ``hash`` param."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def file_digest(path: str | None) -> str:
+    """Content hash of an external input (empty for none): with the input ancient(), a copy with new
+    timestamps and the same bytes (re-provisioned shared data) re-runs nothing; new bytes do."""
+    return file_sha256(path)[:16] if path and Path(path).is_file() else ""
+
+
+@dataclass
+class Dag:
+    """The resolved workflow: the plan and what each rule reads, writes and depends on."""
+
+    config: dict[str, Any]
+    root: Path
+    plan: Plan
+    pretrained: dict[str, PretrainedEntry]
+    benchmarks: BenchmarkChoice
+    mining: dict[str, str]  # {negatives parquet: the training shards it is mined from}
+    probe: dict[str, RunKey]  # {probe result: the run it reads}
+    notes: list[str] = field(default_factory=list)  # printed once per build
+
+    # ---- paths ----------------------------------------------------------------------------------
+
+    def r(self, *parts: str) -> str:
+        """A path under the results folder."""
+        return str(Path(self.config["results"]).joinpath(*parts))
+
+    @property
+    def hiershapes(self) -> str:
+        return str(Path(self.config["hiershapes"]["out"]))
+
+    @property
+    def hiershapes_manifest(self) -> str:
+        return str(Path(self.hiershapes) / "manifest.json")
+
+    @property
+    def effective_config(self) -> str:
+        """The merged workflow config (config files + --config) every verb reads. It is not an input
+        of any rule: each job carries the hash of the part it depends on instead."""
+        return self.r("workflow_config.yaml")
+
+    def group_config(self, group: str) -> str:
+        """A group's config file: the base with the group's overrides."""
+        return self.r("groups", f"{group}.yaml")
+
+    def files(self) -> dict[str, str]:
+        """{path: text} of the config files the verbs read: the effective config, each group's, the
+        generator's parameters. Written when their text changes (common.smk)."""
+        variants_file = str(self.root / self.config["variants_file"])
+        out = {self.effective_config: yaml.safe_dump({**self.config, "variants_file": variants_file}, sort_keys=True)}
+        for name, gcfg in self.plan.configs.items():
+            out[self.group_config(name)] = yaml.safe_dump({**gcfg, "variants_file": variants_file}, sort_keys=True)
+        out[self.r("params", "hiershapes.yaml")] = yaml.safe_dump(self.config["hiershapes"].get("params", {}),
+                                                                  sort_keys=True)
+        return out
+
+    # ---- training -------------------------------------------------------------------------------
+
+    def run_dir(self, key: RunKey) -> str:
+        return str(run_dir(Path(self.config["results"]), key.group, key.variant, key.size, key.seed))
+
+    def summaries(self) -> list[str]:
+        """Every trained run's summary.json (a borrowed run once, under the group that trains it)."""
+        return [str(Path(self.run_dir(k)) / SUMMARY) for k in self.plan.trained]
+
+    def run_hash(self, key: RunKey) -> str:
+        """The run's identity (argent/identity.py): changes iff the run's result can change."""
+        try:
+            return run_identity(self.plan.configs[key.group], key, self.root)
+        except ConfigError as err:
+            raise ConfigError(f"config for run {key}: {err}") from None
+
+    def run_resource(self, group: str, key: str, default: Any) -> Any:
+        return (self.plan.configs[group].get("runs") or {}).get(key, default)
+
+    def launcher(self, group: str) -> list[str]:
+        """``argent`` on one process; ``torchrun`` (free rendezvous port) for several GPUs."""
+        gpus = int(self.run_resource(group, "gpus", 0))
+        if gpus > 1:
+            return ["torchrun", "--standalone", "--nproc_per_node", str(gpus), "-m", "argent"]
+        return ["argent"]
+
+    def shards_inputs(self, shards: str) -> list[str]:
+        """The generated training data, when ``shards`` are the embedded benchmark's."""
+        return [self.hiershapes_manifest] if shards.startswith(self.hiershapes) else []
+
+    def training_inputs(self, group: str, variant: str) -> list[str]:
+        """Files a training job needs built first (generated data, mined negatives)."""
+        gcfg = self.plan.configs[group]
+        inputs = self.shards_inputs(gcfg["data"].get("train_shards", ""))
+        if uses_negatives(gcfg, variant, self.root):
+            inputs.append(gcfg["data"]["negatives"])
+        return inputs
+
+    # ---- evaluation -----------------------------------------------------------------------------
+
+    def benchmark_data_inputs(self, names: list[str] | None = None) -> list[str]:
+        """Whatever this DAG makes that the benchmarks ``names`` (default: those that run) read."""
+        return benchmark_data_inputs(self.config, self.benchmarks.run if names is None else names,
+                                     self.hiershapes, self.hiershapes_manifest)
+
+    def evaluation_inputs(self, key: RunKey) -> list[str]:
+        """The run, and whatever this DAG makes that its benchmarks read."""
+        run = str(Path(self.run_dir(key)) / SUMMARY)
+        return sorted({run, *self.benchmark_data_inputs()})
+
+    def pretrained_inputs(self, name: str) -> list[str]:
+        return [self.pretrained[name].path, *self.benchmark_data_inputs()]
+
+    def evaluation_hash(self) -> str:
+        return stable_hash({b: self.config["benchmarks"][b] for b in self.benchmarks.run})
+
+    def eval_targets(self) -> list[str]:
+        results = Path(self.config["results"])
+        return [str(eval_dir(results, k.group, k.variant, k.size, k.seed) / f"{b}.json")
+                for k in self.plan.trained for b in self.benchmarks.run]
+
+    def pretrained_eval_targets(self) -> list[str]:
+        results = Path(self.config["results"])
+        return [str(pretrained_eval_dir(results, name) / f"{b}.json") for name in self.pretrained
+                for b in self.benchmarks.run]
+
+    # ---- cleaning, tuning, tables ---------------------------------------------------------------
+
+    def clean_source(self, dataset: str) -> str:
+        return self.config["clean"]["datasets"][dataset]["csv"]
+
+    def clean_inputs(self, dataset: str) -> str:
+        """The embedded split is made by synth_hiershapes (its manifest marks it complete)."""
+        source = self.clean_source(dataset)
+        return self.hiershapes_manifest if source.startswith(self.hiershapes) else source
+
+    def clean_hash(self, dataset: str) -> str:
+        """The clean: options that shape one data set's outputs (every key but the other data sets)."""
+        options = {k: v for k, v in self.config["clean"].items() if k != "datasets"}
+        return stable_hash({**options, "dataset": self.config["clean"]["datasets"][dataset]})
+
+    def enabled(self, section: str) -> bool:
+        """An optional stage (tune, probe) runs when its section says ``enabled: true``."""
+        return bool((self.config.get(section) or {}).get("enabled", False))
+
+    def tuning_group(self) -> str | None:
+        """The group that trains the tuned variant (its budget is the study's), or None."""
+        return next((g.name for g in self.plan.active() if TUNED_VARIANT in g.variants), None)
+
+    def tune_config(self) -> str:
+        """The config file a study worker reads: the tuning group's, else the base one."""
+        group = self.tuning_group()
+        return self.group_config(group) if group else self.effective_config
+
+    def tune_objective_entries(self) -> dict[str, Any]:
+        """The benchmarks entries the study's objective reads (validation splits)."""
+        names = [term.get("benchmark", "") for term in self.config["tune"].get("objective") or []]
+        return {name: self.config["benchmarks"].get(name) or {} for name in names}
+
+    def tune_inputs(self) -> list[str]:
+        """What a worker reads that this DAG makes: training data, and the validation benchmarks'
+        generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
+        group = self.tuning_group()
+        gcfg = self.plan.configs[group] if group else self.config
+        inputs = set(self.shards_inputs(gcfg["data"].get("train_shards", "")))
+        if uses_negatives(gcfg, self.config["tune"]["base_variant"], self.root):
+            inputs.add(gcfg["data"]["negatives"])
+        inputs.update(self.benchmark_data_inputs(list(self.tune_objective_entries())))
+        return sorted(inputs)
+
+    def tune_hash(self) -> str:
+        group = self.tuning_group()
+        return stable_hash([self.config.get("tune", {}), self.tune_objective_entries(),
+                            self.plan.groups[group].overrides if group else {}])
+
+    def table_extras(self) -> list[str]:
+        """Outputs of the optional stages that the tables and the report include."""
+        extras = list(self.probe)
+        if extras:
+            extras.append(self.r("figures", "probe_exposure.png"))
+        if self.enabled("tune"):
+            extras.append(self.r("tune", self.config["tune"]["study"], "trials.csv"))
+        for dataset in self.config["clean"].get("datasets", {}):
+            source = self.clean_source(dataset)
+            if source.startswith(self.hiershapes) or Path(source).exists():
+                extras.append(self.r("data", dataset, "table1.md"))
+        return extras
+
+    def tables_hash(self) -> str:
+        cfg = self.config
+        return stable_hash([cfg.get("tables", {}), cfg["runs"], cfg.get("groups"), cfg.get("tune", {}).get("enabled"),
+                            sorted(map(str, self.plan.home.items()))])
+
+
+def build_dag(config: dict[str, Any], root: Path) -> Dag:
+    """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
+    try:
+        plan = build_plan(config, root)
+    except ConfigError as err:
+        raise ConfigError(f"experiment groups: {err}") from None
+    notes = [*left_out_lines(plan), cost_line(config, plan, root)]
+    entries, skipped = available_entries(parse_pretrained_section(config.get("pretrained"), root), list(plan.groups))
+    notes += skipped
+    benchmarks = choose_benchmarks(config, root)
+    notes += benchmarks.skipped.values()
+    return Dag(config=config, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
+               mining=mining_jobs(plan, root), probe=probe_runs(config, plan), notes=notes)
