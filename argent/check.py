@@ -29,7 +29,7 @@ from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
 from argent.runs import require_device
-from argent.typed import load_merged_config
+from argent.workflow_config import load_config
 
 SAMPLE_RECORDS = 4
 
@@ -157,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     args = p.parse_args(argv)
     # merged over config/config.yaml as Snakemake's --configfile does (the workflow's own merged file is a fixpoint)
-    findings = preflight(load_merged_config(args.config, (), args.base_dir, not args.no_default), args.base_dir,
-                         args.min_free_gb)
+    workflow = load_config(args.config, base_dir=args.base_dir, merge_default=not args.no_default)
+    workflow.check_all()  # every typed section (clean, negatives, probe, tune, benchmarks, pretrained)
+    findings = preflight(workflow.raw, args.base_dir, args.min_free_gb)
     for f in findings:
         if f.status == "missing-optional":
             print(f"skipped (optional, data absent): {f.key}: {f.path}", file=sys.stderr)

@@ -22,7 +22,6 @@ from argent.typed import (  # noqa: F401  (re-exported: argent.config is every s
     check_sections,
     deep_merge,
     from_dict,
-    load_section,
     load_workflow_config,
     load_yaml,
     parse_override,
@@ -277,25 +276,6 @@ def model_from(size: str, overrides: dict[str, Any] | None = None) -> ModelConfi
     if size not in MODEL_SIZES:
         raise ConfigError(f"size: {size!r} unknown; known: {sorted(MODEL_SIZES)}")
     return from_dict(ModelConfig, deep_merge(MODEL_SIZES[size], overrides or {}), f"model.{size}")
-
-
-def load_experiment(
-    config_path: str | Path,
-    variant: str,
-    size: str,
-    seed: int,
-    overrides: list[str] | tuple[str, ...] = (),
-    variant_overrides: dict[str, Any] | None = None,
-) -> ExperimentConfig:
-    """Resolve one run's config from the workflow config file.
-
-    Sections read: ``variants_file`` (a relative path is taken from the working directory, the
-    project root when the workflow runs it), ``variant_overrides.<name>``, ``model.<size>``, ``optim``, ``train``,
-    ``train_by_size.<size>``, ``data``, ``tracking``. ``overrides`` are ``key.path=value`` strings
-    applied last (e.g. ``train.steps=10``, ``variant.huber_beta=0.5``).
-    """
-    cfg = load_workflow_config(config_path, overrides)
-    return experiment_from_dict(cfg, variant, size, seed, base_dir=Path.cwd(), variant_overrides=variant_overrides)
 
 
 def experiment_from_dict(

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from argent.config import NAME_RE, SIZE_RE
 
@@ -37,6 +40,10 @@ PROVENANCE = "provenance.json"
 CURVES = "curves.png"
 STAGING = ".staging"
 MLFLOW_RECORD = "mlflow_run.json"  # which MLflow run mirrors the folder (argent/tracking/)
+STUDY_BEST = "best.yaml"  # tune/<study>/: the best trial's variant fields (trains as argent-tuned)
+STUDY_TRIALS = "trials.csv"  # tune/<study>/: every trial
+STUDY_SUMMARY = "summary.json"  # tune/<study>/: the study's outcome (argent/tuning/export.py)
+EFFECTIVE_CONFIG = "workflow_config.yaml"  # the merged workflow config every verb of a workflow reads
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,15 @@ class RunFolder:
     @property
     def staging(self) -> RunFolder:
         return RunFolder(self.root / STAGING)
+
+    def stored_config(self) -> dict[str, Any]:
+        """``config.yaml`` as stored (no defaults filled in); {} when absent or unreadable. The typed
+        reader is ``argent.runs.read_run_config``."""
+        try:
+            data = yaml.safe_load(self.config.read_text())
+        except (OSError, yaml.YAMLError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def stale_temp_files(self) -> list[Path]:
         """Temp files ``argent.io.atomic_output`` leaves when its writer is killed mid-write."""
@@ -153,6 +169,46 @@ def eval_dir_of(run_dir: str | Path) -> Path:
 
 
 @dataclass(frozen=True)
+class CleanFolder:
+    """``argent clean``'s output folder: ``<results>/data/<dataset>/`` in the workflow."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def clean_csv(self) -> Path:
+        """The unambiguous samples, HierarCaps format (a PEP benchmark's ``clean_csv``)."""
+        return self.root / "hierarcaps_clean.csv"
+
+    @property
+    def scores(self) -> Path:
+        return self.root / "clean_scores.csv"
+
+    @property
+    def degrees(self) -> Path:
+        return self.root / "caption_degrees.csv"
+
+    @property
+    def negative_pool(self) -> Path:
+        """The rarely retrieved captions (a PEP benchmark's ``negative_pool``)."""
+        return self.root / "negative_pool.csv"
+
+    @property
+    def table1_csv(self) -> Path:
+        return self.root / "table1.csv"
+
+    @property
+    def table1_md(self) -> Path:
+        return self.root / "table1.md"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+
+@dataclass(frozen=True)
 class Results:
     """The top-level folders of a results folder (the layout in this module's docstring)."""
 
@@ -188,3 +244,26 @@ class Results:
 
     def tune(self, study: str) -> Path:
         return self.root / "tune" / study
+
+    def clean(self, dataset: str) -> CleanFolder:
+        return CleanFolder(self.root / "data" / dataset)
+
+    def study_best(self, study: str) -> Path:
+        return self.tune(study) / STUDY_BEST
+
+    def study_trials(self, study: str) -> Path:
+        return self.tune(study) / STUDY_TRIALS
+
+    @property
+    def preflight(self) -> Path:
+        """``argent check``'s findings: the DAG's first job's output."""
+        return self.root / "preflight.json"
+
+    @property
+    def effective_config(self) -> Path:
+        """The merged workflow config (config files + --config) the workflow's verbs read."""
+        return self.root / EFFECTIVE_CONFIG
+
+    def group_config(self, group: str) -> Path:
+        """An experiment group's config: the base with the group's overrides."""
+        return self.root / "groups" / f"{group}.yaml"

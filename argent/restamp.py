@@ -32,7 +32,7 @@ from argent.identity import first_difference
 from argent.io import ArgentError, atomic_write_json, read_json
 from argent.plan.cli import merged_config
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, run_experiment
-from argent.layout import RUNS_DIR, RunFolder, run_parts
+from argent.layout import RUNS_DIR, Results, RunFolder, run_parts
 from argent.runs import CheckpointError, read_checkpoint, read_run_config, stamped_version
 
 
@@ -46,7 +46,7 @@ class Outcome:
 def _tuned_overrides(cfg: dict[str, Any], results: Path) -> dict[str, Any] | None:
     """The study's best.yaml variant fields (what the train rule passes with --variant-file)."""
     study = (cfg.get("tune") or {}).get("study", "")
-    path = results / "tune" / study / "best.yaml"
+    path = Results(results).study_best(study)
     if not study or not path.is_file():
         raise ArgentError(f"{path}: the tuned variant's best.yaml is missing, so the config the workflow "
                           f"trains for {TUNED_VARIANT} is unknown; run the study first or retrain the run")

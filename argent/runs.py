@@ -136,21 +136,12 @@ def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dic
     return state
 
 
-def read_raw_config(path: Path) -> dict[str, Any]:
-    """A run folder's ``config.yaml`` as stored (no defaults filled in); {} when unreadable."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def stamped_version(state: dict[str, Any], config_path: Path) -> int | None:
     """The identity version a checkpoint was stamped under: its record, 0 for a legacy stamp that
     matches the stored config (made before run identity existed), None when it matches nothing."""
     if "identity_version" in state:
         return int(state["identity_version"])
-    return 0 if state.get("config_hash") == legacy_hash(read_raw_config(config_path)) else None
+    return 0 if state.get("config_hash") == legacy_hash(RunFolder(config_path.parent).stored_config()) else None
 
 
 def check_hash(path: Path, state: dict[str, Any], expected: str, config_path: Path) -> None:

@@ -267,7 +267,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# One stage's section of the workflow config (argent clean, argent mine)
+# One section of the workflow config
 # --------------------------------------------------------------------------------------------
 
 
@@ -279,24 +279,3 @@ def section_of(raw: dict[str, Any], section: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"{section}: expected a mapping, got {value!r}")
     return value
-
-
-def load_section(config: str | Path | None, overrides: list[str] | tuple[str, ...], section: str,
-                 parse: typing.Callable[[dict[str, Any]], Any]) -> Any:
-    """Read the workflow config file (None: empty), apply ``--set section.key=value`` overrides, parse.
-
-    A stage reads only its own section, so an override elsewhere would do nothing: it is refused.
-    Errors name the file (and ``--set`` when overrides were given) before the key path.
-    """
-    raw = load_workflow_config(config) if config is not None else {}
-    for text in overrides:
-        override = parse_override(text)
-        if set(override) != {section}:
-            raise ConfigError(f"--set {text}: this verb reads only the {section}: section; "
-                              f"use {section}.<key>=<value>")
-        raw = deep_merge(raw, override)
-    where = f"{config}{' with --set' if overrides else ''}: " if config is not None else ("--set: " if overrides else "")
-    try:
-        return parse(raw)
-    except ConfigError as err:
-        raise ConfigError(f"{where}{err}") from None

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from argent.config import load_experiment
+from argent.workflow_config import load_config
 from argent.engine.trainer import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,8 +40,8 @@ def cpu_seconds() -> float:
 
 
 def measure(config: Path, variant: str, steps: int, skip: int, overrides: list[str], profile: str) -> dict[str, Any]:
-    cfg = load_experiment(config, variant, "tiny", 0,
-                          [f"train.steps={steps}", "tracking.enabled=false", *overrides])
+    cfg = load_config(config, [f"train.steps={steps}", "tracking.enabled=false", *overrides],
+                      merge_default=False).experiment(variant, "tiny", 0)
     marks: dict[int, tuple[float, float]] = {}
     prof: Any = None
 

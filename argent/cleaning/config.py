@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, from_dict, load_section, section_of
+from argent.config import ConfigError, from_dict, section_of
+from argent.workflow_config import load_config
 
 
 @dataclass
@@ -61,11 +62,12 @@ class CleanSection:
         return None if self.keep == "all" else self.keep
 
 
-def clean_section(raw: dict[str, Any]) -> CleanSection:
+def clean_section(raw: dict[str, Any], base_dir: Path | None = None) -> CleanSection:
     """Check a workflow config mapping's ``clean:`` section (absent: every default)."""
     return from_dict(CleanSection, section_of(raw, "clean"), "clean")
 
 
 def load_clean_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> CleanSection:
-    """The ``clean:`` section of the workflow config file (none: defaults), after ``clean.<key>=<value>`` overrides."""
-    return load_section(config, overrides, "clean", clean_section)
+    """The ``clean:`` section of the workflow config file alone (none: defaults), after
+    ``clean.<key>=<value>`` overrides (argent.workflow_config, the one door)."""
+    return load_config(config, overrides, merge_default=False, only="clean").clean

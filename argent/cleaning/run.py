@@ -36,6 +36,7 @@ from argent.cleaning.table1 import build_pool, false_negative_table, to_markdown
 from argent.data.formats.hierarcaps import HierarCapsSample, read_header_raw, read_hierarcaps_records
 from argent.data.policy import BadDataError, BadDataPolicy, mark_partial
 from argent.io import atomic_write_text, file_sha256
+from argent.layout import CleanFolder
 
 log = logging.getLogger(__name__)
 FLOAT_PRECISION = 6  # written scores: enough to rank, stable across BLAS rounding in the last bits
@@ -150,17 +151,17 @@ def run(job: CleanJob, scorer: Scorer | None = None, table1_scorer: Scorer | Non
     summary = _summary(job, rule, scorer, expanded, policy, records, rejected, table, degrees, pool, table1)
     summary["table1_scorer"] = table1_spec if table1 is not None else None
     mark_partial(summary, policy, f"clean {job.csv}", log)  # fewer rows than the CSV holds (skip mode)
-    out = job.out_dir
-    atomic_write_text(out / "hierarcaps_clean.csv", clean_csv)
-    atomic_write_text(out / "clean_scores.csv", _csv_text(full_table))
-    atomic_write_text(out / "caption_degrees.csv", _csv_text(degrees))
-    atomic_write_text(out / "negative_pool.csv", _csv_text(pool))
+    out = CleanFolder(job.out_dir)
+    atomic_write_text(out.clean_csv, clean_csv)
+    atomic_write_text(out.scores, _csv_text(full_table))
+    atomic_write_text(out.degrees, _csv_text(degrees))
+    atomic_write_text(out.negative_pool, _csv_text(pool))
     if table1 is not None:
-        atomic_write_text(out / "table1.csv", _csv_text(table1))
-        atomic_write_text(out / "table1.md", to_markdown(table1, f"Table 1 analysis: {summary['table1_scorer']} "
-                                                            f"(neighbours: {scorer.spec}), {job.csv.name}"))
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    _log(f"wrote {out}", t0)
+        atomic_write_text(out.table1_csv, _csv_text(table1))
+        atomic_write_text(out.table1_md, to_markdown(table1, f"Table 1 analysis: {summary['table1_scorer']} "
+                                                       f"(neighbours: {scorer.spec}), {job.csv.name}"))
+    atomic_write_text(out.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    _log(f"wrote {out.root}", t0)
     return summary
 
 

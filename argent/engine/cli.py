@@ -9,11 +9,12 @@ from pathlib import Path
 import torch
 import yaml
 
-from argent.config import ConfigError, check_name, load_experiment
+from argent.config import ConfigError, check_name
 from argent.engine.trainer import configure_logging, train
 from argent.limits import threads
 from argent.tracking import catalogue_tags
 from argent.typed import strict_yaml
+from argent.workflow_config import load_config
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,11 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         except (yaml.YAMLError, AttributeError) as err:
             raise ConfigError(f"{args.variant_file} (--variant-file): not a YAML mapping with a 'variant' "
                               f"section ({err})") from None
-    cfg = load_experiment(args.config, args.variant, args.size, args.seed, args.overrides, extra)
+    # the config file alone (the workflow passes its group's merged file), cwd-relative paths
+    workflow = load_config(args.config, args.overrides, merge_default=False)
+    cfg = workflow.experiment(args.variant, args.size, args.seed, extra)
     if args.name:
         cfg.variant_name = check_name(args.name, "--name")
     # MLflow tags from the catalogue (family, Table 3 group); tracking is outside the config hash.
-    cfg.tracking.tags = {**catalogue_tags(args.config, args.variant), **cfg.tracking.tags}
+    variants_file = workflow.raw.get("variants_file", "config/variants.yaml")
+    cfg.tracking.tags = {**catalogue_tags(variants_file, args.variant), **cfg.tracking.tags}
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     summary = train(cfg, args.out, resume=args.resume)

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, check_name, from_dict, load_workflow_config
+from argent.config import ConfigError, check_name, from_dict
 from argent.evaluation.templates import resolve_templates
+from argent.workflow_config import load_config
 
 __all__ = [
     "PROTOCOLS",
@@ -48,6 +49,7 @@ __all__ = [
     "CompositionalEntry",
     "AnalysisEntry",
     "parse_benchmark",
+    "benchmarks_section",
     "load_benchmark",
     "entry_hash",
 ]
@@ -258,16 +260,19 @@ def parse_benchmark(name: str, raw: Any, base_dir: str | Path | None = None) -> 
     return entry
 
 
+def benchmarks_section(raw: dict[str, Any], base_dir: str | Path | None = None) -> dict[str, CommonOptions]:
+    """Every entry of a workflow config mapping's ``benchmarks:`` section, validated (absent: none)."""
+    section = raw.get("benchmarks") or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"benchmarks: expected a mapping of names to entries, got {type(section).__name__}")
+    return {name: parse_benchmark(name, entry, base_dir) for name, entry in section.items()}
+
+
 def load_benchmark(config_path: str | Path, name: str, base_dir: str | Path | None = None,
                    overrides: list[str] | tuple[str, ...] = ()) -> CommonOptions:
-    """The validated entry ``benchmarks.<name>`` of a workflow config file (``--set`` overrides on top)."""
-    cfg = load_workflow_config(config_path, overrides)
-    benchmarks = cfg.get("benchmarks")
-    if not isinstance(benchmarks, dict) or not benchmarks:
-        raise ConfigError(f"{config_path}: no 'benchmarks' section (benchmarks: <name>: {{protocol: ...}})")
-    if name not in benchmarks:
-        raise ConfigError(f"{config_path}: benchmarks.{name} not found; known: {sorted(benchmarks)}")
-    return parse_benchmark(name, benchmarks[name], base_dir)
+    """The validated entry ``benchmarks.<name>`` of a workflow config file alone (``--set`` overrides
+    on top; argent.workflow_config, the one door)."""
+    return load_config(config_path, overrides, base_dir=base_dir, merge_default=False).benchmark(name)
 
 
 def entry_hash(entry: CommonOptions) -> str:

@@ -35,7 +35,6 @@ from argent.cli import explain
 from argent.config import ConfigError
 from argent.data.policy import BadDataError
 from argent.data.taxonomy import TaxonomyError
-from argent.evaluation.benchmarks import load_benchmark
 from argent.evaluation.encoding import reuse_image_embeddings
 from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, file_sha256
@@ -44,7 +43,7 @@ from argent.models.pretrained import PretrainedError, load_pretrained, parse_spe
 from argent.layout import pretrained_eval_dir
 from argent.runs import load_run
 from argent.tracking import log_evaluation, log_released
-from argent.typed import load_workflow_config
+from argent.workflow_config import load_config
 
 __all__ = ["main"]
 
@@ -85,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print("argent evaluate: --out takes one benchmark; use --out-dir for several", file=sys.stderr)
         return 2
     try:
-        entries = {name: load_benchmark(args.config, name, args.base_dir, args.overrides) for name in args.benchmark}
+        workflow = load_config(args.config, args.overrides, base_dir=args.base_dir, merge_default=False)  # read once
+        entries = {name: workflow.benchmark(name) for name in args.benchmark}
         model, head_base, out_dir = _load(args)
     except (ConfigError, FileNotFoundError, PretrainedError, ValueError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run:
         log_evaluation(args.run, written)
     elif written:
-        log_released(written, head_base, load_workflow_config(args.config, args.overrides), args.results)
+        log_released(written, head_base, workflow.raw, args.results)
     if failed:
         print(f"argent evaluate: failed: {failed}", file=sys.stderr)
         return 2

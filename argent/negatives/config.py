@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, from_dict, load_section, section_of
+from argent.config import ConfigError, from_dict, section_of
+from argent.workflow_config import load_config
 
 MODES = ("concrete", "abstract", "random")
 OPERATORS = ("replace_noun", "replace_att", "swap_noun", "swap_att")
@@ -83,7 +84,12 @@ def mining_config(data: dict[str, Any] | None = None) -> MiningConfig:
     return from_dict(MiningConfig, data or {}, "negatives")
 
 
+def negatives_section(raw: dict[str, Any], base_dir: Path | None = None) -> MiningConfig:
+    """Check a workflow config mapping's ``negatives:`` section (absent: every default)."""
+    return mining_config(section_of(raw, "negatives"))
+
+
 def load_negatives_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> MiningConfig:
-    """The ``negatives:`` section of the workflow config file (none: defaults), after
-    ``negatives.<key>=<value>`` overrides."""
-    return load_section(config, overrides, "negatives", lambda raw: mining_config(section_of(raw, "negatives")))
+    """The ``negatives:`` section of the workflow config file alone (none: defaults), after
+    ``negatives.<key>=<value>`` overrides (argent.workflow_config, the one door)."""
+    return load_config(config, overrides, merge_default=False, only="negatives").negatives

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError
-from argent.typed import load_merged_config
+from argent.workflow_config import load_config
 from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
 from argent.plan.groups import build_plan, left_out_lines
 
 def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
     """The merged workflow config as the Snakefile sees it: the default, the file, the overrides."""
-    return load_merged_config(config if config.is_absolute() else base_dir / config, overrides, base_dir, merge_default)
+    return load_config(config if config.is_absolute() else base_dir / config, overrides, base_dir=base_dir,
+                       merge_default=merge_default).raw
 
 
 def run(cfg: dict[str, Any], base_dir: Path, out: Any = None) -> str:

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from argent.config import ConfigError, deep_merge
 from argent.io import atomic_write_json
 from argent.layout import Results, RunFolder, run_dir, split_run
@@ -190,7 +188,9 @@ def record_from_runs(results: Path, out: Path) -> dict[str, Any]:
         folder = RunFolder(run_dir(results, group, variant, size, seed))
         if not folder.config.is_file() or not folder.summary.is_file():
             continue
-        resolved = yaml.safe_load(folder.config.read_text())
+        resolved = folder.stored_config()
+        if not isinstance(resolved.get("train"), dict) or "size" not in resolved:
+            continue  # an unreadable config.yaml: the run's own readers name it
         lines = tsv.read_text().splitlines()
         if len(lines) < 2:
             continue

@@ -21,7 +21,7 @@ import yaml
 
 from argent.config import ConfigError
 from argent.io import file_sha256
-from argent.layout import SUMMARY, eval_dir, pretrained_eval_dir, run_dir
+from argent.layout import SUMMARY, Results, eval_dir, pretrained_eval_dir, run_dir
 from argent.plan.cost import cost_line
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, left_out_lines, run_identity, uses_negatives
 from argent.plan.pretrained import PretrainedEntry, available_entries, parse_pretrained_section
@@ -61,6 +61,10 @@ class Dag:
         return str(Path(self.config["results"]).joinpath(*parts))
 
     @property
+    def results(self) -> Results:
+        return Results(Path(self.config["results"]))
+
+    @property
     def hiershapes(self) -> str:
         return str(Path(self.config["hiershapes"]["out"]))
 
@@ -72,11 +76,11 @@ class Dag:
     def effective_config(self) -> str:
         """The merged workflow config (config files + --config) every verb reads. It is not an input
         of any rule: each job carries the hash of the part it depends on instead."""
-        return self.r("workflow_config.yaml")
+        return str(self.results.effective_config)
 
     def group_config(self, group: str) -> str:
         """A group's config file: the base with the group's overrides."""
-        return self.r("groups", f"{group}.yaml")
+        return str(self.results.group_config(group))
 
     def files(self) -> dict[str, str]:
         """{path: text} of the config files the verbs read: the effective config, each group's, the
@@ -210,11 +214,11 @@ class Dag:
         if extras:
             extras.append(self.r("figures", "probe_exposure.png"))
         if self.enabled("tune"):
-            extras.append(self.r("tune", self.config["tune"]["study"], "trials.csv"))
+            extras.append(str(self.results.study_trials(self.config["tune"]["study"])))
         for dataset in self.config["clean"].get("datasets", {}):
             source = self.clean_source(dataset)
             if source.startswith(self.hiershapes) or Path(source).exists():
-                extras.append(self.r("data", dataset, "table1.md"))
+                extras.append(str(self.results.clean(dataset).table1_md))
         return extras
 
     def tables_hash(self) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from argent.layout import PRETRAINED_GROUP, pretrained_eval_dir
 from argent.typed import ConfigError, from_dict
 
-__all__ = ["LAYOUTS", "PretrainedEntry", "available_entries", "parse_pretrained_section"]
+__all__ = ["LAYOUTS", "PretrainedEntry", "available_entries", "parse_pretrained_section", "pretrained_section"]
 
 # The checkpoint layouts argent.models.pretrained loads. Here, not there: the Snakefile parses this
 # section on every job and must not import torch to do it.
@@ -74,6 +74,11 @@ def parse_pretrained_section(raw: Any, base_dir: str | Path | None = None) -> di
             path = Path(base_dir) / path
         out[str(name)] = PretrainedEntry(entry.layout, entry.arch, str(path), entry.family, entry.optional, str(name))
     return out
+
+
+def pretrained_section(raw: dict[str, Any], base_dir: str | Path | None = None) -> dict[str, PretrainedEntry]:
+    """A workflow config mapping's ``pretrained:`` section, typed (absent: none)."""
+    return parse_pretrained_section(raw.get("pretrained"), base_dir)
 
 
 def available_entries(entries: dict[str, PretrainedEntry],

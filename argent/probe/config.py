@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, deep_merge, from_dict, load_workflow_config, parse_override
+from argent.config import ConfigError, from_dict
+from argent.workflow_config import load_config
 
 ABLATIONS = ("random", "systematic")
 SHUFFLES = ("none", "across", "within")
@@ -86,7 +87,7 @@ class ProbeSection:
     options: ProbeOptions = field(default_factory=ProbeOptions)
 
 
-def probe_section(raw: dict[str, Any]) -> ProbeSection:
+def probe_section(raw: dict[str, Any], base_dir: Path | None = None) -> ProbeSection:
     """Check a workflow config mapping's ``probe:`` section (absent: every default)."""
     section = raw.get("probe")
     if section is None:
@@ -97,18 +98,7 @@ def probe_section(raw: dict[str, Any]) -> ProbeSection:
 
 
 def load_probe_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> ProbeSection:
-    """The ``probe:`` section of the workflow config file (none: defaults), after ``key.path=value`` overrides.
-
-    The probe reads no other section, so an override elsewhere would do nothing; it is refused.
-    """
-    raw = load_workflow_config(config) if config is not None else {}
-    for text in overrides:
-        override = parse_override(text)
-        if set(override) != {"probe"}:
-            raise ConfigError(f"--set {text}: the probe reads only the probe: section; use probe.<key>=<value>")
-        raw = deep_merge(raw, override)
-    where = f"{config}{' with --set' if overrides else ''}: " if config is not None else ""
-    try:
-        return probe_section(raw)
-    except ConfigError as err:
-        raise ConfigError(f"{where}{err}") from None
+    """The ``probe:`` section of the workflow config file alone (none: defaults), after
+    ``probe.<key>=<value>`` overrides (argent.workflow_config, the one door). The probe reads no
+    other section, so an override elsewhere would do nothing; it is refused."""
+    return load_config(config, overrides, merge_default=False, only="probe").probe

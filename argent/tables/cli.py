@@ -8,7 +8,7 @@ from pathlib import Path
 
 from argent.cli import EXPECTED_EXIT
 from argent.tables.run import TablesOptions, run
-from argent.typed import load_merged_config
+from argent.workflow_config import load_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     args = p.parse_args(argv)
     # a missing file or a typo: one message; merged over config/config.yaml as Snakemake does
-    cfg = load_merged_config(args.config, args.overrides, merge_default=not args.no_default)
+    cfg = load_config(args.config, args.overrides, merge_default=not args.no_default).raw
     opts = TablesOptions(cfg, args.results, args.out, args.figures, args.curves, args.claims)
     try:
         run(opts)

@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 
 from argent.io import flatten, read_json
 from argent.plan.groups import Plan
-from argent.layout import SUMMARY, Results, run_parts
+from argent.layout import SUMMARY, Results, RunFolder, run_parts
 from argent.runs import read_metrics
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
@@ -119,7 +118,7 @@ def collect_diagnostics(runs_dir: Path) -> pl.DataFrame:
             continue
         group, variant, size, seed = run_parts(path.parent)
         step, diag = found
-        cone_k = _run_cone_k(path.parent / "config.yaml")
+        cone_k = _run_cone_k(RunFolder(path.parent))
         if cone_k is not None:
             diag["cone_k"] = cone_k
         rows += [{"group": group, "variant": variant, "size": size, "seed": seed, "step": step, "key": k, "value": v}
@@ -127,11 +126,9 @@ def collect_diagnostics(runs_dir: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=DIAG_SCHEMA)
 
 
-def _run_cone_k(config_yaml: Path) -> float | None:
-    """The cone constant K the run used (its resolved config.yaml), for the aperture at a norm."""
-    if not config_yaml.is_file():
-        return None
-    value = ((yaml.safe_load(config_yaml.read_text()) or {}).get("variant") or {}).get("cone_k")
+def _run_cone_k(folder: RunFolder) -> float | None:
+    """The cone constant K the run used (its resolved config), for the aperture at a norm."""
+    value = (folder.stored_config().get("variant") or {}).get("cone_k")
     return float(value) if _is_number(value) else None
 
 

@@ -56,12 +56,11 @@ def variant_tags(variants_file: str | Path, variant: str) -> dict[str, str]:
     return out
 
 
-def catalogue_tags(workflow_config: str | Path, variant: str) -> dict[str, str]:
-    """``variant_tags`` of ``variant`` in the catalogue the workflow config names (cwd-relative, as
-    ``argent.config.load_experiment`` reads it), plus ``base_variant``. Never raises: {} on failure."""
+def catalogue_tags(variants_file: str | Path, variant: str) -> dict[str, str]:
+    """``variant_tags`` of ``variant`` in the catalogue ``variants_file``, plus ``base_variant``.
+    Never raises: {} on failure."""
     try:
-        path = Path(load_yaml(workflow_config).get("variants_file", "config/variants.yaml"))
-        return {**variant_tags(path, variant), "base_variant": variant}
+        return {**variant_tags(Path(variants_file), variant), "base_variant": variant}
     except (ConfigError, OSError, AttributeError) as err:
         log.warning("no catalogue tags for %s (%s)", variant, err)
         return {}

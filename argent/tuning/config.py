@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from argent.config import ConfigError, check_name, from_dict, parse_override
 from argent.tuning.space import ParamSpace, check_space
-from argent.typed import load_merged_config
+from argent.workflow_config import load_config
 
 __all__ = [
     "SamplerConfig",
@@ -24,7 +24,6 @@ __all__ = [
     "ObjectiveTerm",
     "TuneConfig",
     "parse_tune",
-    "load_workflow",
     "load_tune",
 ]
 
@@ -147,25 +146,20 @@ def parse_tune(raw: Any, path: str = "tune") -> TuneConfig:
     return check_tune(from_dict(TuneConfig, dict(raw), path), path)
 
 
-def load_workflow(config_path: str | Path, sets: list[str] | tuple[str, ...] = (),
-                  merge_default: bool = True) -> dict[str, Any]:
-    """The workflow config as Snakemake reads it: merged over config/config.yaml (unless
-    ``merge_default`` is false), ``--set key.path=value`` overrides applied in order."""
-    for text in sets:  # a malformed override is named as the --set it came from
-        try:
-            parse_override(text)
-        except ConfigError as err:
-            raise ConfigError(f"--set {text!r}: {err}") from None
-    return load_merged_config(config_path, sets, merge_default=merge_default)
+def tune_section(raw: dict[str, Any], base_dir: Path | None = None) -> TuneConfig:
+    """A workflow config mapping's ``tune:`` section, typed; a config without one is an error."""
+    if "tune" not in raw:
+        raise ConfigError("no 'tune:' section (docs/tuning.md lists its keys)")
+    return parse_tune(raw["tune"])
 
 
 def load_tune(config_path: str | Path, sets: list[str] | tuple[str, ...] = (),
               study: str | None = None, merge_default: bool = True) -> tuple[TuneConfig, dict[str, Any]]:
-    """(TuneConfig, the whole workflow config) from a config file; ``study`` renames the study."""
-    cfg = load_workflow(config_path, sets, merge_default)
-    if "tune" not in cfg:
-        raise ConfigError(f"{config_path}: no 'tune:' section (docs/tuning.md lists its keys)")
-    tune = parse_tune(cfg["tune"])
+    """(TuneConfig, the whole workflow config) from a config file (merged over config/config.yaml
+    unless ``merge_default`` is false, as Snakemake reads it); ``study`` renames the study."""
+    workflow = load_config(config_path, sets, merge_default=merge_default)
+    tune = workflow.tune
+    cfg = workflow.raw
     if study:
         tune.study = check_name(study, "--study")
     if not tune.study:

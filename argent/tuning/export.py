@@ -20,6 +20,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from argent.io import atomic_output, atomic_write_text
+from argent.layout import STUDY_BEST, STUDY_SUMMARY, STUDY_TRIALS
 from argent.tuning.budget import finished_in_budget, retried_numbers
 from argent.tuning.space import ParamSpace, variant_overrides
 from argent.tuning.storage import StudySpec, load_existing_study, safe_url
@@ -27,7 +28,7 @@ from argent.tuning.tracking import StudyTracking
 
 __all__ = ["export_study", "trials_frame"]
 
-FILES = ("best.yaml", "trials.csv", "optimization_history.png", "param_importances.png")
+FILES = (STUDY_BEST, STUDY_TRIALS, "optimization_history.png", "param_importances.png")
 
 
 def trials_frame(trials: list[FrozenTrial], space: dict[str, ParamSpace]) -> pl.DataFrame:
@@ -114,16 +115,16 @@ def export_study(spec: StudySpec) -> dict[str, Any]:
     notes: list[str] = []
 
     frame = trials_frame(trials, spec.tune.space)
-    with atomic_output(out / "trials.csv") as tmp:
+    with atomic_output(out / STUDY_TRIALS) as tmp:
         frame.write_csv(tmp)
 
     best = None
     if complete:
         doc = _best_doc(spec, study, len(counted), counts)
         best = {"number": doc["trial"], "value": doc["value"], "params": study.best_trial.params}
-        atomic_write_text(out / "best.yaml", yaml.safe_dump(doc, sort_keys=False))
+        atomic_write_text(out / STUDY_BEST, yaml.safe_dump(doc, sort_keys=False))
     else:
-        (out / "best.yaml").unlink(missing_ok=True)
+        (out / STUDY_BEST).unlink(missing_ok=True)
         notes.append("no COMPLETE trial yet: best.yaml not written")
 
     _save_figure(out / "optimization_history.png",
@@ -142,6 +143,6 @@ def export_study(spec: StudySpec) -> dict[str, Any]:
     summary = {"study": spec.tune.study, "storage": safe_url(spec.storage_url), "budget": spec.tune.n_trials,
                "in_budget": len(counted), "finished": done, "counts": {k: v for k, v in counts.items() if v},
                "best": best, "notes": notes, "files": list(FILES)}
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-    StudyTracking(spec).close_study(summary, [out / name for name in (*FILES, "summary.json")], done)
+    atomic_write_text(out / STUDY_SUMMARY, json.dumps(summary, indent=2, default=str) + "\n")
+    StudyTracking(spec).close_study(summary, [out / name for name in (*FILES, STUDY_SUMMARY)], done)
     return summary

@@ -11,7 +11,7 @@ from typing import Literal
 import torch
 
 from argent.config import TrackingConfig, from_dict
-from argent.layout import Results
+from argent.layout import STUDY_BEST, STUDY_TRIALS, Results
 from argent.tuning.config import load_tune
 from argent.tuning.export import export_study
 from argent.tuning.objective import (
@@ -68,8 +68,8 @@ def run(request: TuneRequest) -> int:
             print(json.dumps({k: summary[k] for k in ("study", "in_budget", "budget", "finished", "best", "notes")},
                              default=str))
             if summary["best"] is None:
-                print(f"argent tune: study {spec.tune.study!r} has no COMPLETE trial, so no best.yaml; see "
-                      f"{spec.out_dir / 'trials.csv'} (failure column) for why trials failed or were pruned",
+                print(f"argent tune: study {spec.tune.study!r} has no COMPLETE trial, so no {STUDY_BEST}; see "
+                      f"{spec.out_dir / STUDY_TRIALS} (failure column) for why trials failed or were pruned",
                       file=sys.stderr)
                 return 1
     except (ValueError, TuneError, FileNotFoundError) as err:  # ConfigError, BadDataError, no shards, ...

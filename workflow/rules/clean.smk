@@ -6,14 +6,14 @@ rule clean_hierarcaps:
     input:
         data=lambda w: ARGENT_DAG.clean_inputs(w.dataset),
     output:
-        clean=R("data", "{dataset}", "hierarcaps_clean.csv"),
-        pool=R("data", "{dataset}", "negative_pool.csv"),
-        scores=R("data", "{dataset}", "clean_scores.csv"),
-        table1=report(R("data", "{dataset}", "table1.md"), caption="../report/table1.rst", category="Tables"),
+        clean=str(CLEAN_FOLDER.clean_csv),
+        pool=str(CLEAN_FOLDER.negative_pool),
+        scores=str(CLEAN_FOLDER.scores),
+        table1=report(str(CLEAN_FOLDER.table1_md), caption="../report/table1.rst", category="Tables"),
     params:
         csv=lambda w: ARGENT_DAG.clean_source(w.dataset),
         images=lambda w: config["clean"]["datasets"][w.dataset]["images"],
-        out_dir=lambda w: R("data", w.dataset),
+        out_dir=lambda w: str(Results(RESULTS).clean(w.dataset).root),
         config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
         hash=lambda w: ARGENT_DAG.clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here
     benchmark:

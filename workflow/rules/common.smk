@@ -7,7 +7,7 @@ from pathlib import Path
 
 from argent.config import ConfigError
 from argent.io import write_text_if_changed
-from argent.layout import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, eval_dir, probe_result, run_dir as layout_run_dir
+from argent.layout import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, probe_result, run_dir as layout_run_dir
 from argent.plan.dag import build_dag, file_digest, stable_hash
 from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant
 
@@ -31,7 +31,7 @@ R = ARGENT_DAG.r
 EFFECTIVE_CONFIG = ARGENT_DAG.effective_config
 GROUP_CONFIG = {name: ARGENT_DAG.group_config(name) for name in PLAN.configs}
 # The preflight (argent check) is the DAG's first job (check.smk says why only `all` depends on it).
-PREFLIGHT = R("preflight.json")
+PREFLIGHT = str(Results(RESULTS).preflight)
 HIERSHAPES, HIERSHAPES_MANIFEST = ARGENT_DAG.hiershapes, ARGENT_DAG.hiershapes_manifest
 HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")
 WORDNET_ZIP = R("nltk_data", "corpora", "wordnet.zip")
@@ -42,6 +42,8 @@ RUN_SUMMARY = str(layout_run_dir(RESULTS, "{group}", "{variant}", "{size}", "{se
 RUN_EVAL_DIR = eval_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}")
 PRETRAINED_EVAL_DIR = RESULTS / EVAL_DIR / PRETRAINED_GROUP / "{name}" / "seed0"
 PROBE_RESULT = str(probe_result(RESULTS, "{group}", "{variant}", "{size}", "{seed}"))
+STUDY_BEST, STUDY_TRIALS = (str(Results(RESULTS).study_best("{study}")), str(Results(RESULTS).study_trials("{study}")))
+CLEAN_FOLDER = Results(RESULTS).clean("{dataset}")
 
 
 def key_of(wildcards):

@@ -29,8 +29,8 @@ rule tune_export:
         lambda w: expand(R("tune", "{study}", "workers", "{worker}.done"), study=w.study,
                          worker=range(config["tune"]["workers"])),
     output:
-        best=R("tune", "{study}", "best.yaml"),
-        trials=R("tune", "{study}", "trials.csv"),
+        best=STUDY_BEST,
+        trials=STUDY_TRIALS,
     params:
         out=lambda w, output: str(Path(output.best).parent),
         config=ARGENT_DAG.tune_config(),

@@ -1,0 +1,127 @@
+"""The workflow config, read through one door.
+
+``load_config(path, overrides)`` reads a workflow config file the way Snakemake does (merged over
+``config/config.yaml`` unless ``merge_default`` is false; ``--set key.path=value`` overrides on top;
+duplicate keys and unknown top-level sections refused, naming the file and the key) and returns a
+``WorkflowConfig``. Every verb reads its sections from that object: the mapping as merged (``raw``,
+what the workflow's effective config file holds, and what the plan and the tables walk) and each
+stage's section typed once, on first use, by the parser ``SECTIONS`` names. A mistyped key in a
+section is an error naming the file, the full key path and the allowed keys. ``argent check`` (the
+DAG's first job) parses every section the config holds (``check_all``).
+
+Run-level sections (model, train, optim, data, tracking, variant) are typed per run by
+``WorkflowConfig.experiment`` (``argent.config.experiment_from_dict``); the experiment groups by
+``argent.plan.groups``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from argent.config import experiment_from_dict
+from argent.typed import ConfigError, deep_merge, load_merged_config, load_workflow_config, parse_override
+
+__all__ = ["SECTIONS", "WorkflowConfig", "load_config"]
+
+# section -> "module:parser"; ``parser(raw mapping, base_dir)`` returns the typed section (absent
+# section: its defaults, or an error naming what is missing). Imported on first use, so that reading
+# one section does not import every stage.
+SECTIONS: dict[str, str] = {
+    "clean": "argent.cleaning.config:clean_section",
+    "negatives": "argent.negatives.config:negatives_section",
+    "probe": "argent.probe.config:probe_section",
+    "tune": "argent.tuning.config:tune_section",
+    "benchmarks": "argent.evaluation.benchmarks:benchmarks_section",
+    "pretrained": "argent.plan.pretrained:pretrained_section",
+}
+
+
+class WorkflowConfig:
+    """One workflow config: ``raw`` (the merged mapping) and its typed sections, each parsed once."""
+
+    def __init__(self, raw: dict[str, Any], where: str = "", base_dir: Path | None = None) -> None:
+        self.raw = raw
+        self.where = where  # the file (and "with --set"), put before a section's error
+        self.base_dir = Path.cwd() if base_dir is None else Path(base_dir)
+        self._typed: dict[str, Any] = {}
+
+    def section(self, name: str) -> Any:
+        if name not in SECTIONS:
+            raise KeyError(f"no typed section {name!r}; typed: {sorted(SECTIONS)}")
+        if name not in self._typed:
+            module, _, parser = SECTIONS[name].partition(":")
+            try:
+                self._typed[name] = getattr(importlib.import_module(module), parser)(self.raw, self.base_dir)
+            except ConfigError as err:
+                raise ConfigError(f"{self.where}: {err}" if self.where else str(err)) from None
+        return self._typed[name]
+
+    def check_all(self) -> None:
+        """Parse every typed section the config holds (a typo anywhere is found before any job runs)."""
+        for name in SECTIONS:
+            if name in self.raw:
+                self.section(name)
+
+    @property
+    def clean(self) -> Any:
+        return self.section("clean")
+
+    @property
+    def negatives(self) -> Any:
+        return self.section("negatives")
+
+    @property
+    def probe(self) -> Any:
+        return self.section("probe")
+
+    @property
+    def tune(self) -> Any:
+        return self.section("tune")
+
+    @property
+    def pretrained(self) -> Any:
+        return self.section("pretrained")
+
+    def benchmark(self, name: str) -> Any:
+        """The validated entry ``benchmarks.<name>``."""
+        entries = self.section("benchmarks")
+        if not entries:
+            raise ConfigError(f"{self.where or 'config'}: no 'benchmarks' section (benchmarks: <name>: {{protocol: ...}})")
+        if name not in entries:
+            raise ConfigError(f"{self.where or 'config'}: benchmarks.{name} not found; known: {sorted(entries)}")
+        return entries[name]
+
+    def experiment(self, variant: str, size: str, seed: int, variant_overrides: dict[str, Any] | None = None) -> Any:
+        """One run's ``ExperimentConfig`` (the variant catalogue, ``model.<size>``, ``train``, ...)."""
+        return experiment_from_dict(self.raw, variant, size, seed, base_dir=self.base_dir,
+                                    variant_overrides=variant_overrides)
+
+
+def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *,
+                base_dir: str | Path | None = None, merge_default: bool = True,
+                only: str | None = None) -> WorkflowConfig:
+    """Read a workflow config (``None``: empty, every default) with ``--set`` overrides.
+
+    ``only``: the one section a single-stage verb reads (argent clean, mine, probe); an override of
+    another section would do nothing there, and is refused. ``base_dir``: where ``config/config.yaml``
+    is looked for and relative data paths are taken from (default: the working directory).
+    """
+    for text in overrides:
+        try:
+            override = parse_override(text)
+        except ConfigError as err:
+            raise ConfigError(f"--set {text!r}: {err}") from None
+        if only is not None and set(override) != {only}:
+            raise ConfigError(f"--set {text}: this verb reads only the {only}: section; use {only}.<key>=<value>")
+    if path is None:
+        raw: dict[str, Any] = {}
+        for text in overrides:
+            raw = deep_merge(raw, parse_override(text))
+        where = "--set" if overrides else ""
+    else:
+        raw = (load_merged_config(path, overrides, base_dir, merge_default) if merge_default
+               else load_workflow_config(path, overrides))
+        where = f"{path}{' with --set' if overrides else ''}"
+    return WorkflowConfig(raw, where, Path(base_dir) if base_dir is not None else None)
