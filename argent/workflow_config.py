@@ -16,6 +16,7 @@ Run-level sections (model, train, optim, data, tracking, variant) are typed per 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 from argent.config import experiment_from_dict
 from argent.typed import ConfigError, deep_merge, load_merged_config, load_workflow_config, parse_override
 
-__all__ = ["SECTIONS", "WorkflowConfig", "load_config"]
+__all__ = ["SECTIONS", "SECTION_TYPES", "WorkflowConfig", "load_config", "setting"]
 
 # section -> "module:parser"; ``parser(raw mapping, base_dir)`` returns the typed section (absent
 # section: its defaults, or an error naming what is missing). Imported on first use, so that reading
@@ -36,6 +37,33 @@ SECTIONS: dict[str, str] = {
     "benchmarks": "argent.evaluation.benchmarks:benchmarks_section",
     "pretrained": "argent.plan.pretrained:pretrained_section",
 }
+
+# section -> "module:Class": the typed section whose field defaults are the only defaults of its keys
+# (the Snakemake schema checks their patterns and sets none; tests/test_workflow_config.py).
+SECTION_TYPES: dict[str, str] = {
+    "clean": "argent.cleaning.config:CleanSection",
+    "negatives": "argent.negatives.config:MiningConfig",
+    "probe": "argent.probe.config:ProbeSection",
+    "tune": "argent.tuning.config:TuneConfig",
+}
+
+
+def section_type(section: str) -> type:
+    module, _, name = SECTION_TYPES[section].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def setting(cfg: dict[str, Any], section: str, key: str) -> Any:
+    """``cfg[section][key]`` as written, else the typed section's default for it. For readers of the
+    raw mapping (the plan, the rules) that need one value, not the whole section checked."""
+    value = (cfg.get(section) or {}).get(key, dataclasses.MISSING)
+    if value is not dataclasses.MISSING:
+        return value
+    fields = {f.name: f for f in dataclasses.fields(section_type(section))}
+    if key not in fields:
+        raise KeyError(f"{section}.{key}: not a key of {SECTION_TYPES[section]}")
+    f = fields[key]
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
 
 
 class WorkflowConfig:

@@ -56,13 +56,3 @@ def test_the_verb_reports_a_config_error_without_a_traceback(tmp_path: Path, cap
     err = capsys.readouterr().err
     assert code == 2 and "clean: unknown key(s) ['kep']; allowed: [" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
-
-
-def test_schema_and_dataclass_agree() -> None:
-    """The schema lists every key of CleanSection and has no default of its own except `datasets`."""
-    props = SCHEMA["properties"]["clean"]["properties"]
-    assert set(props) == {f.name for f in dataclasses.fields(CleanSection)}
-    with_default = {k for k, v in props.items() if "default" in v}
-    assert with_default == {"datasets"} and props["datasets"]["default"] == CleanSection().datasets
-    dataset = props["datasets"]["additionalProperties"]
-    assert set(dataset["properties"]) == set(dataset["required"]) == {"csv", "images"}

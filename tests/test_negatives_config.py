@@ -16,14 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
 
 
-def test_schema_and_dataclass_agree() -> None:
-    props = SCHEMA["properties"]["negatives"]["properties"]
-    assert set(props) == {f.name for f in dataclasses.fields(MiningConfig)}
-    defaults = {k: v["default"] for k, v in props.items() if "default" in v}
-    assert defaults == {"wordnet_zip": MiningConfig().wordnet_zip}  # no second set of defaults
-    assert props["modes"]["items"]["enum"] == list(MODES)
-
-
 def test_the_workflow_modes_come_from_the_config_file_not_the_schema() -> None:
     assert MiningConfig().modes == list(MODES)  # argent mine alone: every mode
     section = load_negatives_section(ROOT / "config" / "config.yaml")

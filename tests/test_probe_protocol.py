@@ -11,14 +11,12 @@ Counts are worked out by hand on a 7-leaf taxonomy:
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-import yaml
 from scipy import stats
 from sklearn.metrics import f1_score
 
@@ -27,7 +25,7 @@ from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
 from argent.data.taxonomy import Taxonomy
 from argent.probe import conditions, metrics, protocol
 from argent.probe import run as probe_run
-from argent.probe.config import ProbeOptions, ProbeSection, load_probe_section
+from argent.probe.config import ProbeOptions, load_probe_section
 from argent.probe.protocol import (
     NO,
     TEST,
@@ -412,16 +410,3 @@ def test_concept_names_resolution(hier, tmp_path: Path):
     extra.write_text("A\tanimal\nA1\tbird\nB\tvehicle\n")
     names = probe_run._resolve_names(hier, leaf_names, [extra])
     assert names["A1"] == "bird" and names["a1"] == "A1"
-
-
-def test_workflow_schema_agrees_with_the_typed_section():
-    """The Snakemake schema's probe: keys and defaults are the typed section's (no second set of defaults)."""
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    props = schema["properties"]["probe"]["properties"]
-    fields = {f.name: f for f in dataclasses.fields(ProbeSection)}
-    assert set(props) == set(fields)
-    defaults = dataclasses.asdict(ProbeSection())
-    for key, spec in props.items():
-        if "default" in spec:
-            expected = {} if key == "options" else defaults[key]  # {} = every ProbeOptions default
-            assert spec["default"] == expected, key

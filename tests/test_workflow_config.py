@@ -6,6 +6,7 @@ a run folder, a study folder, a cleaning folder or the effective config."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from argent.typed import ConfigError
-from argent.workflow_config import SECTIONS, load_config
+from argent.workflow_config import SECTION_TYPES, SECTIONS, load_config, section_type, setting
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,6 +74,43 @@ def test_the_merged_config_is_what_snakemake_reads(tmp_path):
     assert workflow.raw["train"]["steps"] == 7
     assert "groups" in workflow.raw  # from config/config.yaml, merged under quick.yaml
     assert workflow.where == f"{ROOT / 'config' / 'quick.yaml'} with --set"
+
+
+def _defaults_in(node) -> list[str]:
+    if isinstance(node, dict):
+        return (["default"] if "default" in node else []) + [d for v in node.values() for d in _defaults_in(v)]
+    if isinstance(node, list):
+        return [d for v in node for d in _defaults_in(v)]
+    return []
+
+
+@pytest.mark.parametrize("section", sorted(SECTION_TYPES))
+def test_a_typed_sections_keys_and_defaults_are_its_types_only(section):
+    """The Snakemake schema keeps only the patterns of values that reach a shell or a path: every key
+    it lists is a field of the type, and it sets no default (the type's are the only ones)."""
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    block = schema["properties"][section]
+    assert set(block.get("properties", {})) <= {f.name for f in dataclasses.fields(section_type(section))}
+    assert not _defaults_in(block), f"schema {section}: a default of its own"
+    assert block.get("additionalProperties", True) is not False  # the type checks the keys (at DAG build)
+
+
+def test_setting_reads_the_value_else_the_types_default():
+    assert setting({}, "tune", "study") == section_type("tune")().study
+    assert setting({"probe": {"seeds": [3]}}, "probe", "seeds") == [3]
+    assert setting({"probe": None}, "probe", "seeds") == [0]
+    with pytest.raises(KeyError, match="tune.sutdy: not a key"):
+        setting({}, "tune", "sutdy")
+
+
+def test_the_dag_build_finds_a_typo_in_a_typed_section(tmp_path):
+    from argent.plan.dag import build_dag
+
+    cfg = load_config(ROOT / "config" / "smoke.yaml", base_dir=ROOT).raw
+    cfg["negatives"]["wordnet_zip"] = str(ROOT / "pyproject.toml")
+    cfg["probe"]["seed"] = [0]
+    with pytest.raises(ConfigError, match=r"^config: probe: unknown key\(s\) \['seed'\]; allowed: \[.*'seeds'"):
+        build_dag(cfg, ROOT)
 
 
 # ---- ownership, on the source --------------------------------------------------------------------

@@ -24,6 +24,7 @@ from argent.config import ConfigError, deep_merge
 from argent.io import atomic_write_json
 from argent.layout import Results, RunFolder, run_dir, split_run
 from argent.plan.groups import TUNED_VARIANT, Plan, trial_overrides
+from argent.workflow_config import setting
 
 RECORD = Path("bench") / "step_times.json"
 
@@ -116,10 +117,10 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
             gc.runs_by_size[size] = sum(1 for k in trained if k.size == size)
             gc.step_time[size] = step_time(cfg, size, gc.batch[size], device, base_dir)
         if TUNED_VARIANT in group.variants:
-            tune = gcfg.get("tune") or {}
+            n_trials = int(setting(gcfg, "tune", "n_trials"))
             trial = trial_overrides(gcfg)
-            gc.study_steps = int(tune.get("n_trials", 0)) * int((trial.get("train") or {}).get("steps", 0))
-            gc.notes.append(f"study: {tune.get('n_trials', 0)} trials × {(trial.get('train') or {}).get('steps')} steps")
+            gc.study_steps = n_trials * int((trial.get("train") or {}).get("steps", 0))
+            gc.notes.append(f"study: {n_trials} trials × {(trial.get('train') or {}).get('steps')} steps")
         out.append(gc)
     return out
 

@@ -26,6 +26,7 @@ from argent.plan.cost import cost_line
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, left_out_lines, run_identity, uses_negatives
 from argent.plan.pretrained import PretrainedEntry, available_entries, parse_pretrained_section
 from argent.plan.targets import BenchmarkChoice, benchmark_data_inputs, choose_benchmarks, mining_jobs, probe_runs
+from argent.workflow_config import WorkflowConfig, setting
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
 
@@ -53,6 +54,10 @@ class Dag:
     mining: dict[str, str]  # {negatives parquet: the training shards it is mined from}
     probe: dict[str, RunKey]  # {probe result: the run it reads}
     notes: list[str] = field(default_factory=list)  # printed once per build
+
+    def setting(self, section: str, key: str) -> Any:
+        """``<section>.<key>`` as configured, else its typed section's default (the only default)."""
+        return setting(self.config, section, key)
 
     # ---- paths ----------------------------------------------------------------------------------
 
@@ -162,7 +167,7 @@ class Dag:
     # ---- cleaning, tuning, tables ---------------------------------------------------------------
 
     def clean_source(self, dataset: str) -> str:
-        return self.config["clean"]["datasets"][dataset]["csv"]
+        return self.setting("clean", "datasets")[dataset]["csv"]
 
     def clean_inputs(self, dataset: str) -> str:
         """The embedded split is made by synth_hiershapes (its manifest marks it complete)."""
@@ -171,12 +176,12 @@ class Dag:
 
     def clean_hash(self, dataset: str) -> str:
         """The clean: options that shape one data set's outputs (every key but the other data sets)."""
-        options = {k: v for k, v in self.config["clean"].items() if k != "datasets"}
-        return stable_hash({**options, "dataset": self.config["clean"]["datasets"][dataset]})
+        options = {k: v for k, v in self.config["clean"].items() if k != "datasets"}  # a data set: a clean: section
+        return stable_hash({**options, "dataset": self.setting("clean", "datasets")[dataset]})
 
     def enabled(self, section: str) -> bool:
         """An optional stage (tune, probe) runs when its section says ``enabled: true``."""
-        return bool((self.config.get(section) or {}).get("enabled", False))
+        return bool(self.setting(section, "enabled"))
 
     def tuning_group(self) -> str | None:
         """The group that trains the tuned variant (its budget is the study's), or None."""
@@ -189,7 +194,7 @@ class Dag:
 
     def tune_objective_entries(self) -> dict[str, Any]:
         """The benchmarks entries the study's objective reads (validation splits)."""
-        names = [term.get("benchmark", "") for term in self.config["tune"].get("objective") or []]
+        names = [term.get("benchmark", "") for term in self.setting("tune", "objective") or []]
         return {name: self.config["benchmarks"].get(name) or {} for name in names}
 
     def tune_inputs(self) -> list[str]:
@@ -198,7 +203,7 @@ class Dag:
         group = self.tuning_group()
         gcfg = self.plan.configs[group] if group else self.config
         inputs = set(self.shards_inputs(gcfg["data"].get("train_shards", "")))
-        if uses_negatives(gcfg, self.config["tune"]["base_variant"], self.root):
+        if uses_negatives(gcfg, self.setting("tune", "base_variant"), self.root):
             inputs.add(gcfg["data"]["negatives"])
         inputs.update(self.benchmark_data_inputs(list(self.tune_objective_entries())))
         return sorted(inputs)
@@ -214,8 +219,8 @@ class Dag:
         if extras:
             extras.append(self.r("figures", "probe_exposure.png"))
         if self.enabled("tune"):
-            extras.append(str(self.results.study_trials(self.config["tune"]["study"])))
-        for dataset in self.config["clean"].get("datasets", {}):
+            extras.append(str(self.results.study_trials(self.setting("tune", "study"))))
+        for dataset in self.setting("clean", "datasets"):
             source = self.clean_source(dataset)
             if source.startswith(self.hiershapes) or Path(source).exists():
                 extras.append(str(self.results.clean(dataset).table1_md))
@@ -223,12 +228,13 @@ class Dag:
 
     def tables_hash(self) -> str:
         cfg = self.config
-        return stable_hash([cfg.get("tables", {}), cfg["runs"], cfg.get("groups"), cfg.get("tune", {}).get("enabled"),
+        return stable_hash([cfg.get("tables", {}), cfg["runs"], cfg.get("groups"), self.setting("tune", "enabled"),
                             sorted(map(str, self.plan.home.items()))])
 
 
 def build_dag(config: dict[str, Any], root: Path) -> Dag:
     """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
+    WorkflowConfig(config, "config", root).check_all()  # the typed sections, key by key (the schema lists none)
     try:
         plan = build_plan(config, root)
     except ConfigError as err:

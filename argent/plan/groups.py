@@ -27,6 +27,7 @@ from argent.config import (
     parse_override,
 )
 from argent.limits import check_seed
+from argent.workflow_config import setting
 
 TUNED_VARIANT = "argent-tuned"  # the tuned study's best trial, retrained (base variant + best.yaml)
 GROUP_KEYS = ("enabled", "variants", "sizes", "seeds", "overrides", "from", "optional", "tables", "note")
@@ -145,12 +146,12 @@ def group_config(cfg: dict[str, Any], group: Group) -> dict[str, Any]:
 
 
 def tune_enabled(cfg: dict[str, Any]) -> bool:
-    return bool((cfg.get("tune") or {}).get("enabled", False))
+    return bool(setting(cfg, "tune", "enabled"))
 
 
 def base_variant(cfg: dict[str, Any], variant: str) -> str:
     """The tuned variant trains as the study's base variant plus best.yaml on top."""
-    return (cfg.get("tune") or {}).get("base_variant", "argent") if variant == TUNED_VARIANT else variant
+    return setting(cfg, "tune", "base_variant") if variant == TUNED_VARIANT else variant
 
 
 def run_experiment(gcfg: dict[str, Any], key: RunKey, base_dir: Path,
@@ -185,7 +186,7 @@ def _variants_file(cfg: dict[str, Any], base_dir: Path) -> Path:
 
 
 def negatives_available(cfg: dict[str, Any], base_dir: Path) -> bool:
-    zip_path = (cfg.get("negatives") or {}).get("wordnet_zip", "")
+    zip_path = setting(cfg, "negatives", "wordnet_zip")
     return bool(zip_path) and (base_dir / zip_path).is_file()
 
 
@@ -271,15 +272,14 @@ def check_trial_config(gcfg: dict[str, Any], base_dir: Path) -> ExperimentConfig
     """The config a study trial trains: the tuning group's, ``tune.train_overrides`` on top, resolved
     for the study's base variant. Found wrong at DAG build (a key that does not exist, a value of the
     wrong type), not in a worker after the first trials ran."""
-    tune = gcfg.get("tune") or {}
     trial = trial_overrides(gcfg)
-    seed = tune.get("seed", 0)
+    seed = setting(gcfg, "tune", "seed")
     check_seed(seed, "tune.seed")
     try:
-        return experiment_from_dict(trial, str(tune.get("base_variant", "argent")), str(tune.get("size", "tiny")),
+        return experiment_from_dict(trial, str(setting(gcfg, "tune", "base_variant")), str(setting(gcfg, "tune", "size")),
                                     seed, base_dir=base_dir)
     except ConfigError as err:
-        listed = ", ".join(tune.get("train_overrides") or []) or "none"
+        listed = ", ".join(setting(gcfg, "tune", "train_overrides") or []) or "none"
         raise ConfigError(f"tune: a study trial's config is invalid ({err}); tune.train_overrides: {listed}") from None
 
 
@@ -292,12 +292,11 @@ def _depth(groups: dict[str, Group], group: Group) -> int:
 
 def _cannot_run(gcfg: dict[str, Any], group: Group, base_dir: Path) -> str:
     if TUNED_VARIANT in group.variants:
-        tune = gcfg.get("tune") or {}
-        if not tune.get("enabled", False) or not tune.get("train_best", True):
+        if not setting(gcfg, "tune", "enabled") or not setting(gcfg, "tune", "train_best"):
             return (f"lists {TUNED_VARIANT}, which the study trains, but tune.enabled/tune.train_best is off")
     needs = [v for v in group.variants if uses_negatives(gcfg, v, base_dir)]
     if needs and not negatives_available(gcfg, base_dir):
-        zip_path = (gcfg.get("negatives") or {}).get("wordnet_zip", "")
+        zip_path = setting(gcfg, "negatives", "wordnet_zip")
         return (f"{', '.join(needs)} train on mined hard negatives, which need WordNet: "
                 f"negatives.wordnet_zip {zip_path!r} not found")
     return ""

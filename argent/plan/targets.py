@@ -15,6 +15,7 @@ from argent.layout import probe_result
 from argent.plan.groups import Plan, RunKey, uses_negatives
 from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
+from argent.workflow_config import setting
 
 __all__ = ["BenchmarkChoice", "benchmark_data_inputs", "choose_benchmarks", "mining_jobs", "probe_runs"]
 
@@ -89,21 +90,21 @@ def mining_jobs(plan: Plan, base_dir: Path) -> dict[str, str]:
 def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
     """{probe result path: the run it reads} for ``probe:`` (``variants`` name ``<group>/<variant>``, a
     bare name meaning main). A borrowed run is read, and its result written, under its lender."""
-    probe = cfg.get("probe") or {}
-    if not probe.get("enabled"):
+    if not setting(cfg, "probe", "enabled"):
         return {}
     results = Path(cfg.get("results", "results"))
     out: dict[str, RunKey] = {}
-    for name in probe.get("variants") or []:
+    for name in setting(cfg, "probe", "variants") or []:
         group, _, variant = str(name).rpartition("/")
         group = group or "main"
         if group not in plan.configs:
             raise ConfigError(f"probe.variants: {name!r}: group {group!r} is not an active group; "
                               f"active: {sorted(plan.configs)}")
-        if not probe.get("seeds"):
+        seeds = setting(cfg, "probe", "seeds")
+        if not seeds:
             raise ConfigError("probe.seeds: the seeds of the runs to probe are missing (e.g. [0])")
-        for size in probe.get("sizes") or plan.groups[group].sizes:
-            for seed in probe["seeds"]:
+        for size in setting(cfg, "probe", "sizes") or plan.groups[group].sizes:
+            for seed in seeds:
                 key = RunKey(group, variant, size, int(seed))
                 if key not in plan.home:
                     raise ConfigError(f"probe: {key} is not a run of group {group} (probe.variants/sizes/seeds)")

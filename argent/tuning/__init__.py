@@ -7,15 +7,41 @@ lives), ``budget`` (the exact trial budget across workers), ``study`` (the worke
 trials.csv, figures), ``run`` / ``cli`` (``argent tune``).
 """
 
-from argent.tuning.budget import budget_used, finished_in_budget
-from argent.tuning.cli import main
-from argent.tuning.config import ObjectiveTerm, TuneConfig, load_tune, parse_tune
-from argent.tuning.export import export_study
-from argent.tuning.objective import TrainingObjective, ValidationScorer, validation_benchmarks
-from argent.tuning.run import TuneRequest, run
-from argent.tuning.space import ParamSpace, sample_params, variant_overrides
-from argent.tuning.storage import StudySpec, TuneError, study_spec
-from argent.tuning.study import TrialContext, run_study
+import importlib
+from typing import Any
+
+# name -> module: imported on first use (PEP 562), so that reading the tune: section's types
+# (argent.tuning.config, the workflow's parse) does not import optuna and torch. ``run`` is the
+# submodule argent.tuning.run (its function: ``from argent.tuning.run import run``).
+_LAZY = {
+    "ObjectiveTerm": "argent.tuning.config",
+    "ParamSpace": "argent.tuning.space",
+    "StudySpec": "argent.tuning.storage",
+    "TrainingObjective": "argent.tuning.objective",
+    "TrialContext": "argent.tuning.study",
+    "TuneConfig": "argent.tuning.config",
+    "TuneError": "argent.tuning.storage",
+    "TuneRequest": "argent.tuning.run",
+    "ValidationScorer": "argent.tuning.objective",
+    "budget_used": "argent.tuning.budget",
+    "export_study": "argent.tuning.export",
+    "finished_in_budget": "argent.tuning.budget",
+    "load_tune": "argent.tuning.config",
+    "main": "argent.tuning.cli",
+    "parse_tune": "argent.tuning.config",
+    "run_study": "argent.tuning.study",
+    "sample_params": "argent.tuning.space",
+    "study_spec": "argent.tuning.storage",
+    "validation_benchmarks": "argent.tuning.objective",
+    "variant_overrides": "argent.tuning.space",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'argent.tuning' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)
+
 
 __all__ = [
     "ObjectiveTerm",
@@ -33,7 +59,6 @@ __all__ = [
     "load_tune",
     "main",
     "parse_tune",
-    "run",
     "run_study",
     "sample_params",
     "study_spec",

@@ -12,7 +12,7 @@ rule clean_hierarcaps:
         table1=report(str(CLEAN_FOLDER.table1_md), caption="../report/table1.rst", category="Tables"),
     params:
         csv=lambda w: ARGENT_DAG.clean_source(w.dataset),
-        images=lambda w: config["clean"]["datasets"][w.dataset]["images"],
+        images=lambda w: ARGENT_DAG.setting("clean", "datasets")[w.dataset]["images"],
         out_dir=lambda w: str(Results(RESULTS).clean(w.dataset).root),
         config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
         hash=lambda w: ARGENT_DAG.clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here

@@ -35,6 +35,7 @@ PREFLIGHT = str(Results(RESULTS).preflight)
 HIERSHAPES, HIERSHAPES_MANIFEST = ARGENT_DAG.hiershapes, ARGENT_DAG.hiershapes_manifest
 HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")
 WORDNET_ZIP = R("nltk_data", "corpora", "wordnet.zip")
+WORDNET_SOURCE = ARGENT_DAG.setting("negatives", "wordnet_zip")  # the configured zip, staged at WORDNET_ZIP
 
 # Output patterns from the one layout (argent/layout.py): a run's summary.json (the train rule's
 # output, written last: it marks a finished run), its evaluation folder, a released model's, a probe result.

@@ -25,11 +25,11 @@ rule stage_wordnet:
     symbolic link: copy the configured zip there. Its bytes, not its timestamp, decide a re-run (the
     mining and every negatives training hang on it)."""
     input:
-        ancient(config["negatives"].get("wordnet_zip")) if config["negatives"].get("wordnet_zip") else [],
+        ancient(WORDNET_SOURCE) if WORDNET_SOURCE else [],
     output:
         WORDNET_ZIP,
     params:
-        digest=file_digest(config["negatives"].get("wordnet_zip")),
+        digest=file_digest(WORDNET_SOURCE),
     benchmark:
         R("benchmarks", "stage_wordnet", "stage_wordnet.tsv"),
     log:

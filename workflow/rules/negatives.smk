@@ -14,7 +14,7 @@ rule mine_negatives:
         shards=lambda w: MINING_JOBS[w.parquet],
         nltk=lambda w, input: str(Path(input.wordnet).parent.parent),
         config=EFFECTIVE_CONFIG,  # argent mine reads its options from the negatives: section there
-        hash=stable_hash(config["negatives"]),
+        hash=stable_hash(config.get("negatives", {})),
     benchmark:
         R("benchmarks", "mine_negatives", "{parquet}.tsv"),
     log:

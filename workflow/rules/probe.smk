@@ -4,13 +4,13 @@
 rule probe:
     input:
         run=RUN_SUMMARY,
-        data=HIERSHAPES_MANIFEST if config["probe"]["data"].startswith(HIERSHAPES) else [],
+        data=HIERSHAPES_MANIFEST if ARGENT_DAG.setting("probe", "data").startswith(HIERSHAPES) else [],
     output:
         PROBE_RESULT,
     params:
         run_dir=run_dir,
         config=EFFECTIVE_CONFIG,  # the probe reads its probe: section (data, options) from here
-        hash=stable_hash(config["probe"]),
+        hash=stable_hash(config.get("probe", {})),
     benchmark:
         R("benchmarks", "probe", "{group}", "{variant}-{size}-seed{seed}.tsv"),
     log:

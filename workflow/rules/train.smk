@@ -15,7 +15,7 @@ rule train:
     input:
         data=training_data_inputs,
         image_cache=IMAGE_CACHE_MARKER or [],
-        best=lambda w: [STUDY_BEST.format(study=config["tune"]["study"])] if w.variant == TUNED_VARIANT else [],
+        best=lambda w: [STUDY_BEST.format(study=ARGENT_DAG.setting("tune", "study"))] if w.variant == TUNED_VARIANT else [],
     output:
         summary=RUN_SUMMARY,
     params:

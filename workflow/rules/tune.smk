@@ -27,7 +27,7 @@ rule tune_worker:
 rule tune_export:
     input:
         lambda w: expand(R("tune", "{study}", "workers", "{worker}.done"), study=w.study,
-                         worker=range(config["tune"]["workers"])),
+                         worker=range(ARGENT_DAG.setting("tune", "workers"))),
     output:
         best=STUDY_BEST,
         trials=STUDY_TRIALS,
