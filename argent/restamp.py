@@ -34,6 +34,7 @@ from argent.plan.cli import merged_config
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, run_experiment
 from argent.layout import RUNS_DIR, Results, RunFolder, run_parts
 from argent.runs import CheckpointError, read_checkpoint, read_run_config, stamped_version
+from argent.workflow_config import setting
 
 
 @dataclass
@@ -45,7 +46,7 @@ class Outcome:
 
 def _tuned_overrides(cfg: dict[str, Any], results: Path) -> dict[str, Any] | None:
     """The study's best.yaml variant fields (what the train rule passes with --variant-file)."""
-    study = (cfg.get("tune") or {}).get("study", "")
+    study = setting(cfg, "tune", "study")
     path = Results(results).study_best(study)
     if not study or not path.is_file():
         raise ArgentError(f"{path}: the tuned variant's best.yaml is missing, so the config the workflow "

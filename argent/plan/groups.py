@@ -260,7 +260,7 @@ def trial_overrides(gcfg: dict[str, Any]) -> dict[str, Any]:
     """The tuning group's config with ``tune.train_overrides`` merged on top, in order; a malformed
     override is named by its index."""
     trial = gcfg
-    for i, text in enumerate((gcfg.get("tune") or {}).get("train_overrides") or []):
+    for i, text in enumerate(setting(gcfg, "tune", "train_overrides") or []):
         try:
             trial = deep_merge(trial, parse_override(text))
         except ConfigError as err:

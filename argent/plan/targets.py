@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, check_name
+from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
 from argent.layout import probe_result
 from argent.plan.groups import Plan, RunKey, uses_negatives
-from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
 from argent.workflow_config import setting
 
