@@ -136,3 +136,21 @@ def test_file_digest_is_the_content_and_empty_for_none(tmp_path):
     b.write_bytes(b"same")
     assert file_digest(str(a)) == file_digest(str(b)) != ""
     assert file_digest(None) == file_digest(str(tmp_path / "absent")) == ""
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "quick.yaml", "smoke.yaml", "paper.yaml"])
+def test_each_shipped_config_reads_the_cleaned_files_of_its_own_results_folder(name):
+    """A benchmark's cleaned split and negative pool are made by this run's clean rule, under its own
+    results folder; a path into another run's folder would read that run's files (or, absent, fall
+    back to the whole split) without the DAG knowing."""
+    from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths
+
+    cfg = load_merged_config(ROOT / "config" / name, base_dir=ROOT)
+    results = str(Path(cfg["results"]))
+    names = list(cfg["evaluate"]["benchmarks"])
+    if cfg["tune"].get("enabled"):
+        names += [t["benchmark"] for t in cfg["tune"]["objective"]]
+    wrong = {f"benchmarks.{b}.{k}": p for b in names
+             for k, p in entry_paths(cfg["benchmarks"][b], (CLEANED, CLEANED_SIDE)).items()
+             if not p.startswith(results + "/")}
+    assert not wrong, f"{name}: cleaned files outside {results}/: {wrong}"
