@@ -24,7 +24,6 @@ crop ⊒ image, phrase ⊒ caption (intra-modality: a box is more general than i
 INTRA_PAIRS = ("crop_image", "phrase_text")
 
 
-
 @dataclass(frozen=True)
 class EntailmentKind:
     """One entailment loss kind: the ``VariantConfig`` fields its loss reads, and the loss, named
