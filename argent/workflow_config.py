@@ -6,8 +6,10 @@ duplicate keys and unknown top-level sections refused, naming the file and the k
 ``WorkflowConfig``. Every verb reads its sections from that object: the mapping as merged (``raw``,
 what the workflow's effective config file holds, and what the plan and the tables walk) and each
 stage's section typed once, on first use, by the parser ``SECTIONS`` names. A mistyped key in a
-section is an error naming the file, the full key path and the allowed keys. ``argent check`` (the
-DAG's first job) parses every section the config holds (``check_all``).
+section is an error naming the file, the full key path and the allowed keys. The DAG build
+(argent/plan/dag.py) and ``argent check`` parse every section the config holds (``check_all``);
+the keys and defaults of the typed sections are their types' only (``setting`` reads one value),
+the Snakemake schema keeps just the patterns of values that reach a shell or a path.
 
 Run-level sections (model, train, optim, data, tracking, variant) are typed per run by
 ``WorkflowConfig.experiment`` (``argent.config.experiment_from_dict``); the experiment groups by
