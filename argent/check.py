@@ -24,7 +24,6 @@ from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.manifest import manifest_check, mismatch_message
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards
-from argent.evaluation.benchmarks import parse_benchmark
 from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
@@ -119,11 +118,6 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
             problems.append(f"evaluate.benchmarks: {name!r} is not defined under benchmarks:")
             continue
         entry = benchmarks[name]
-        try:
-            parse_benchmark(name, entry, base_dir)  # the protocol registry's entry: keys, types, required paths
-        except ConfigError as err:
-            problems.append(str(err))
-            continue
         found = benchmark_findings(name, entry, prefixes, base_dir)
         findings += found
         csv_path = entry.get("hierarcaps_csv")

@@ -6,6 +6,7 @@ repeated key is an error, not "the last wins"), and reading one stage's section 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 import types
 import typing
@@ -160,6 +161,13 @@ def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
         raise ConfigError(f"{path or cls.__name__}: {err}") from None
     except ConfigError as err:
         raise ConfigError(f"{path}.{err}" if path else str(err)) from None
+
+
+def named(spec: str) -> Any:
+    """The object a ``"module:attribute"`` string names, imported now. Registries name their functions
+    and types this way, so that reading a registry (the workflow's parse) imports nothing heavy."""
+    module, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def check_range(key: str, value: float, low: float | None = None, high: float | None = None,

@@ -8,12 +8,11 @@ calls the kind's loss through ``ENTAILMENT_KINDS``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from argent.typed import ConfigError, check_range
+from argent.typed import ConfigError, check_range, named
 
 __all__ = ["PAIR_TYPES", "INTRA_PAIRS", "EntailmentKind", "ENTAILMENT_KINDS", "CementConfig", "VariantConfig",
            "check_variant_keys"]
@@ -34,8 +33,7 @@ class EntailmentKind:
     loss: str = ""  # empty: no entailment term
 
     def loss_fn(self) -> Callable[..., Any]:
-        module, _, name = self.loss.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return named(self.loss)
 
 
 PAIR_FIELDS = ("entailment_pairs", "entailment_weight", "pair_reduction")  # read by every kind with a term

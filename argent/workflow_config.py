@@ -19,12 +19,11 @@ Run-level sections (model, train, optim, data, tracking, variant) are typed per 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from pathlib import Path
 from typing import Any
 
 from argent.config import experiment_from_dict
-from argent.typed import ConfigError, deep_merge, load_merged_config, load_workflow_config, parse_override
+from argent.typed import ConfigError, deep_merge, load_merged_config, load_workflow_config, named, parse_override
 
 __all__ = ["SECTIONS", "SECTION_TYPES", "WorkflowConfig", "load_config", "setting"]
 
@@ -51,8 +50,7 @@ SECTION_TYPES: dict[str, str] = {
 
 
 def section_type(section: str) -> type:
-    module, _, name = SECTION_TYPES[section].partition(":")
-    return getattr(importlib.import_module(module), name)
+    return named(SECTION_TYPES[section])
 
 
 def setting(cfg: dict[str, Any], section: str, key: str) -> Any:
@@ -81,9 +79,8 @@ class WorkflowConfig:
         if name not in SECTIONS:
             raise KeyError(f"no typed section {name!r}; typed: {sorted(SECTIONS)}")
         if name not in self._typed:
-            module, _, parser = SECTIONS[name].partition(":")
             try:
-                self._typed[name] = getattr(importlib.import_module(module), parser)(self.raw, self.base_dir)
+                self._typed[name] = named(SECTIONS[name])(self.raw, self.base_dir)
             except ConfigError as err:
                 raise ConfigError(f"{self.where}: {err}" if self.where else str(err)) from None
         return self._typed[name]
@@ -138,17 +135,18 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
     another section would do nothing there, and is refused. ``base_dir``: where ``config/config.yaml``
     is looked for and relative data paths are taken from (default: the working directory).
     """
+    parsed = []
     for text in overrides:
         try:
-            override = parse_override(text)
+            parsed.append(parse_override(text))
         except ConfigError as err:
             raise ConfigError(f"--set {text!r}: {err}") from None
-        if only is not None and set(override) != {only}:
+        if only is not None and set(parsed[-1]) != {only}:
             raise ConfigError(f"--set {text}: this verb reads only the {only}: section; use {only}.<key>=<value>")
     if path is None:
         raw: dict[str, Any] = {}
-        for text in overrides:
-            raw = deep_merge(raw, parse_override(text))
+        for override in parsed:
+            raw = deep_merge(raw, override)
         where = "--set" if overrides else ""
     else:
         raw = (load_merged_config(path, overrides, base_dir, merge_default) if merge_default

@@ -301,10 +301,10 @@ def report_negatives_coverage(cfg: ExperimentConfig, data_skips: dict[str, Any],
     parquet = Path(negatives_config(cfg).negatives)
     mined = "unknown (no miner summary beside it)"
     try:
-        record = json.loads(summary_path(parquet).read_text())
+        record = read_json(summary_path(parquet))
         found = record["modes"][cfg.variant.hard_negatives]["negatives"]
         mined = f"{100 * (1 - found / max(record['captions'] - record['empty_captions'], 1)):.1f} %"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ArgentError, KeyError, TypeError):  # absent or torn summary, or another layout
         pass
     log.warning("%d of the %d samples trained on (%.1f %%) had no hard negative in %s; the miner found none for "
                 "%s of the captions it read. A much larger share here means the parquet was mined from other "

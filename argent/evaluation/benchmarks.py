@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from argent.config import ConfigError, check_name, from_dict
+from argent.typed import named
 from argent.evaluation.templates import resolve_templates
 from argent.workflow_config import load_config
 
@@ -199,8 +199,7 @@ class Protocol:
     run: str
 
     def runner(self) -> Callable[..., dict]:
-        module, _, name = self.run.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return named(self.run)
 
 
 PROTOCOLS: dict[str, Protocol] = {

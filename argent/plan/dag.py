@@ -24,7 +24,7 @@ from argent.io import file_sha256
 from argent.layout import SUMMARY, Results, eval_dir, pretrained_eval_dir, run_dir
 from argent.plan.cost import cost_line
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, left_out_lines, run_identity, uses_negatives
-from argent.plan.pretrained import PretrainedEntry, available_entries, parse_pretrained_section
+from argent.plan.pretrained import PretrainedEntry, available_entries
 from argent.plan.targets import BenchmarkChoice, benchmark_data_inputs, choose_benchmarks, mining_jobs, probe_runs
 from argent.workflow_config import WorkflowConfig, setting
 
@@ -234,13 +234,14 @@ class Dag:
 
 def build_dag(config: dict[str, Any], root: Path) -> Dag:
     """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
-    WorkflowConfig(config, "config", root).check_all()  # the typed sections, key by key (the schema lists none)
+    workflow = WorkflowConfig(config, "config", root)
+    workflow.check_all()  # the typed sections, key by key (the schema lists none)
     try:
         plan = build_plan(config, root)
     except ConfigError as err:
         raise ConfigError(f"experiment groups: {err}") from None
     notes = [*left_out_lines(plan), cost_line(config, plan, root)]
-    entries, skipped = available_entries(parse_pretrained_section(config.get("pretrained"), root), list(plan.groups))
+    entries, skipped = available_entries(workflow.pretrained, list(plan.groups))
     notes += skipped
     benchmarks = choose_benchmarks(config, root)
     notes += benchmarks.skipped.values()

@@ -57,7 +57,8 @@ def validation_benchmarks(tune: TuneConfig, workflow: dict[str, Any], base_dir: 
             )
         protocol = PROTOCOLS.get(raw.get("protocol"))
         if protocol is not None and "split" not in {f.name for f in dataclasses.fields(protocol.entry)}:
-            raw.pop("split")  # a tuning label for protocols whose entry has no split of its own
+            # ``split`` is only a label for this protocol (parse_benchmark drops it): its files must
+            # be no test benchmark's
             for other, other_raw in section.items():
                 shared = _data_files(raw) & _data_files(other_raw or {})
                 if other != name and (other_raw or {}).get("split") != "val" and shared:
