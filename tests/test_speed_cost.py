@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from argent.tables.cost import cost_rows, main, read_benchmarks, write_cost_tables
+from argent.tables.cost import cost_rows, main, read_benchmarks, run_cpu_seconds, write_cost_tables
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -67,3 +67,14 @@ def test_a_broken_file_is_named(tmp_path, capsys):
     assert main(["--benchmarks", str(tmp_path / "b"), "--out", str(tmp_path / "out")]) == 1
     assert "clip-tiny-seed0.tsv" in capsys.readouterr().err
     assert main(["--benchmarks", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 1
+
+
+def test_run_cpu_seconds_are_the_mean_per_group_variant_and_size(tmp_path):
+    root = tmp_path / "benchmarks"
+    tsv(root / "train" / "main" / "argent-tiny-seed0.tsv", (100.0, "512", "190.0"))
+    tsv(root / "train" / "main" / "argent-tiny-seed1.tsv", (120.0, "600", "230.0"))
+    tsv(root / "train" / "negatives" / "argent_negs-tiny-seed0.tsv", (90.0, "600", "NA"))   # not measured
+    tsv(root / "evaluate" / "main" / "argent-tiny-seed0.tsv", (30.0, "300", "29"))
+    assert run_cpu_seconds(root) == {("main", "argent", "tiny"): 210.0}
+    assert run_cpu_seconds(root, "evaluate") == {("main", "argent", "tiny"): 29.0}
+    assert run_cpu_seconds(tmp_path / "absent") == {}

@@ -69,6 +69,16 @@ def _items_config(claims_file: Path) -> dict:
     return cfg
 
 
+def _write_train_records(results: Path, cpu_s: dict[str, float]) -> None:
+    """Snakemake benchmark records of main's training jobs, at ``cpu_s`` CPU seconds a run."""
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    for variant, cpu in cpu_s.items():
+        for seed in range(3):
+            path = results / "benchmarks" / "train" / "main" / f"{variant}-tiny-seed{seed}.tsv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(header + f"{cpu + 5}\t0:05:00\t900\t1\t1\t1\t0\t0\t99\t{cpu + seed - 1}\n")
+
+
 @pytest.fixture(scope="module")
 def table(tmp_path_factory) -> pl.DataFrame:
     tmp = tmp_path_factory.mktemp("families")
@@ -82,6 +92,7 @@ def table(tmp_path_factory) -> pl.DataFrame:
                 path = results / "eval" / GROUP_OF.get(variant, "main") / f"{variant}-tiny" / f"seed{seed}" / "real_pep.json"
                 path.write_text(json.dumps({"benchmark": "real_pep", "metrics": benches["hs_pep"]}))
     _write_item_results(results)
+    _write_train_records(results, {"argent": 300.0, "hycoclip": 200.0})   # meru and clip: not measured
     released = results / "eval" / "pretrained" / "hycoclip-S" / "seed0" / "hs_zeroshot.json"
     released.parent.mkdir(parents=True)
     released.write_text(json.dumps({"benchmark": "hs_zeroshot", "variant": "hycoclip", "size": "S", "seed": 0,
@@ -138,6 +149,16 @@ def test_primary_rows_report_the_seeds_their_power_analysis_asks_for(table, tmp_
     assert row["seed_sd"] is not None
     md = (tmp_path_factory.getbasetemp() / "families0" / "results" / "tables" / "claims.md").read_text()
     assert "## Power of the primary rows" in md and "Holm family-wise" in md and "Setting." in md
+
+
+def test_the_seeds_asked_for_are_priced_at_the_measured_cpu_time_of_both_runs(table):
+    row = _row(table, "two-roles", "hs_pep")               # argent (300 CPU s a run) vs hycoclip (200)
+    assert row["seeds_for_power"] > row["n"] == 3
+    assert row["cpu_h_for_power"] == pytest.approx((row["seeds_for_power"] - 3) * 500 / 3600)
+    enough = _row(table, "matches", "hs_retrieval")        # asks for no more seeds than it has
+    assert enough["seeds_for_power"] <= 3 and enough["cpu_h_for_power"] == 0
+    meru_clip = _row(table, "meru-clip", "hs_zeroshot")    # no training record for either run
+    assert meru_clip["family"] == "primary" and meru_clip["cpu_h_for_power"] is None
 
 
 def test_a_pair_of_runs_tested_twice_on_one_metric_is_refused(tmp_path):

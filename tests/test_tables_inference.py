@@ -145,6 +145,17 @@ def test_power_matches_the_noncentral_t_and_grows_with_seeds():
     assert power(comp, needed, 2.0, 0.05) >= 0.8 > power(comp, needed - 1, 2.0, 0.05)
 
 
+def test_power_names_the_seeds_even_when_they_are_many():
+    # seed SD 9 against δ = 1 at α/16 (Holm's first step over 16 rows): about (z·9)² ≈ 1,000 seeds.
+    comp = Components(seed=81.0, item=0.0, residual=0.0, n_items=1)
+    alpha = 0.05 / 16
+    needed = seeds_for_power(comp, 1.0, alpha)
+    assert needed is not None and needed > 200
+    assert power(comp, needed, 1.0, alpha) >= 0.8 > power(comp, needed - 1, 1.0, alpha)
+    z = scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(0.8)
+    assert needed == pytest.approx((z * 9.0) ** 2, rel=0.02)
+
+
 def test_power_is_unreachable_by_seeds_when_the_test_items_limit_it():
     comp = Components(seed=0.1, item=400.0, residual=1.0, n_items=100)   # σ_i²/N = 4: se ≥ 2 at any K
     assert seeds_for_power(comp, 1.0, 0.05) is None

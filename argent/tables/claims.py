@@ -56,7 +56,7 @@ def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
             "expected_sign": None, "family": "", "test": "", "margin": None, "a_mean": None, "b_mean": None,
             "diff_mean": None, "ci95": None, "ci_low": None, "ci_high": None, "variance": "", "n": 0,
             "n_items": None, "df": None, "n_configured": 0, "partial": False, "seeds": "", "p": None,
-            "p_adjusted": None, "seed_sd": None, "seeds_for_power": None, "verdict": "",
+            "p_adjusted": None, "seed_sd": None, "seeds_for_power": None, "cpu_h_for_power": None, "verdict": "",
             "note": "; ".join(filter(None, [claim.note, cm.basis and f"direction from the text: {cm.basis}"]))}
 
 
@@ -190,6 +190,22 @@ def decide(rows: list[dict[str, Any]], claims: ClaimsSpec) -> list[dict[str, Any
         r["seeds_for_power"] = seeds_for_power(est.components, r["margin"] / scale, claims.alpha / max(tested_primary, 1),
                                                POWER_TARGET, equivalence=r["test"] == "equivalence")
     return rows
+
+
+def price_power(rows: list[dict[str, Any]], plan: Plan, run_cpu_s: dict[tuple[str, str, str], float]) -> None:
+    """Each primary row's ``cpu_h_for_power``: the training CPU-hours of the paired seeds its power
+    analysis asks for beyond the n it has, at the mean CPU time of A's and B's runs measured here
+    (``run_cpu_s``: (group, variant, size) -> CPU s of one run; argent/tables/cost.py). None when a
+    cost was not measured or no number of seeds reaches the power."""
+    for r in rows:
+        need = r["seeds_for_power"]
+        if r["family"] != PRIMARY or need is None:
+            continue
+        seed = min((k.seed for k in plan.home if k.size == r["size"]), default=0)
+        per_seed = [run_cpu_s.get((home_group(plan, q, r["size"], seed), q.partition("/")[2], r["size"]))
+                    for q in (r["variant_a"], r["variant_b"])]
+        if None not in per_seed:
+            r["cpu_h_for_power"] = max(need - r["n"], 0) * sum(per_seed) / 3600
 
 
 def claims_rows(claims: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]],

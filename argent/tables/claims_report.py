@@ -7,7 +7,6 @@ from typing import Any
 
 from argent.tables.claims import EXPLORATORY, OUT_OF_DOMAIN, POWER_TARGET, PRIMARY
 from argent.tables.claims_spec import ClaimsSpec
-from argent.tables.inference import MAX_SEEDS
 from argent.tables.paper import PARTIAL_MARK
 
 
@@ -94,16 +93,21 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
               f"Seeds for {POWER_TARGET:.0%} power: the fewest paired seeds at which the row's test, at the first Holm "
               f"step's level α/{max(tested_primary, 1)} (so at least that power under Holm), detects |Δ| = δ "
               "(difference) or declares equivalence when Δ = 0 (equivalence), with the variance components "
-              f"measured here. \"> {MAX_SEEDS}\": more than {MAX_SEEDS} paired seeds — the seed SD is large against δ, or "
-              "(seeds+items) the fixed test set's item variance alone keeps the interval wider than δ allows, so "
-              "more test items are needed, not more seeds. Seed SD: the SD of the per-seed differences on the whole "
-              "test set.", "",
-              "| id | metric | size | test | δ | seed SD | n | seeds for 80 % power | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+              "measured here (found by bisection: power rises with seeds). \"not by seeds\": no number of seeds "
+              "reaches it — with seeds+items the fixed test set's item variance alone keeps the interval wider "
+              "than δ allows, so more test items are needed, not more seeds. Seed SD: the SD of the per-seed "
+              "differences on the whole test set. Train CPU-h: what the seeds beyond n would cost, at the mean CPU "
+              "time of A's and B's runs in this run's `benchmarks/train` records (on this machine; a lower bound, "
+              "since Snakemake samples a job's CPU time every 30 s after its first 30).", "",
+              "| id | metric | size | test | δ | seed SD | n | seeds for 80 % power | train CPU-h for them | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in primary:
         if r["p"] is None:
             continue
         need = r["seeds_for_power"]
-        need_text = f"> {MAX_SEEDS}" if need is None else str(need)
+        need_text = "not by seeds" if need is None else f"{need:,}"
+        cost = r["cpu_h_for_power"]
+        cost_text = "–" if cost is None else f"{cost:,.1f}"
         lines.append(f"| {r['id']} | {r['benchmark']}/{r['metric']} | {r['size']} | {r['test']} | {r['margin']:g} | "
-                     f"{_num(r['seed_sd'])} | {r['n']} | {need_text} | {r['verdict']} |")
+                     f"{_num(r['seed_sd'])} | {r['n']} | {need_text} | {cost_text} | {r['verdict']} |")
     return "\n".join(lines) + "\n"

@@ -72,6 +72,20 @@ def read_benchmarks(root: str | Path) -> list[JobCost]:
     return jobs
 
 
+def run_cpu_seconds(root: str | Path, stage: str = "train") -> dict[tuple[str, str, str], float]:
+    """Mean CPU seconds of one run of ``stage`` per (group, variant, size), from
+    ``<root>/<stage>/<group>/<variant>-<size>-seed<k>.tsv`` (runs whose CPU time was not measured are left out)."""
+    cpu: dict[tuple[str, str, str], list[float]] = {}
+    for path in sorted(Path(root).glob(f"{stage}/*/*.tsv")):
+        match = RUN_JOB.match(path.stem)
+        if match is None:
+            continue
+        seconds = [j.cpu_s for j in read_benchmark(path, stage) if not math.isnan(j.cpu_s)]
+        if seconds:
+            cpu.setdefault((path.parent.name, match["variant"], match["size"]), []).append(seconds[-1])
+    return {key: sum(v) / len(v) for key, v in cpu.items()}
+
+
 def _row(stage: str, variant: str, jobs: list[JobCost], grand_total: float) -> dict[str, object]:
     walls = [j.wall_s for j in jobs]
     rss = [j.max_rss_mb for j in jobs if not math.isnan(j.max_rss_mb)]
@@ -115,7 +129,9 @@ def write_cost_tables(benchmarks: str | Path, out_dir: str | Path) -> tuple[Path
     per_stage, per_variant = cost_rows(read_benchmarks(benchmarks))
     out_dir = Path(out_dir)
     note = ("Wall seconds summed over jobs (one core's worth, not the elapsed time of a parallel run); "
-            "max_rss in MB as Snakemake's `benchmark:` measured it; share = share of the summed wall time.\n")
+            "max_rss in MB as Snakemake's `benchmark:` measured it; share = share of the summed wall time; "
+            "cpu_s is a lower bound: Snakemake samples a job's CPU time once a second for its first 30 s, then "
+            "every 30 s, so up to 30 s of each job's end is not counted.\n")
     md = "# Cost of the run\n\n" + note + "\n" + markdown(per_stage, "Per stage") + "\n" + \
         markdown(per_variant, "Per stage and variant")
     buf = io.StringIO()

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as scipy_stats
 
-MAX_SEEDS = 200   # the power search stops here: "more than 200 seeds" reads as "not by seeds"
+SEEDS_UNREACHABLE = 10**7   # power still under target here: no number of seeds reaches it (the item term)
 
 
 @dataclass(frozen=True)
@@ -169,9 +169,22 @@ def power(components: Components, seeds: int, effect: float, alpha: float, equiv
 
 def seeds_for_power(components: Components, effect: float, alpha: float, target: float = 0.8,
                     equivalence: bool = False) -> int | None:
-    """The fewest paired seeds (2..MAX_SEEDS) whose power reaches ``target``; None when none does
-    (for a seeds × items estimate, the test items alone can make the target unreachable)."""
-    for seeds in range(2, MAX_SEEDS + 1):
-        if power(components, seeds, effect, alpha, equivalence) >= target:
-            return seeds
-    return None
+    """The fewest paired seeds (≥ 2) whose power reaches ``target``; None when no number of seeds does
+    (for a seeds × items estimate the item term σ_i²/N does not shrink with seeds, so the test items
+    alone can keep the power under the target: more test items are needed, not seeds).
+
+    Power grows with seeds (se falls, df rises), so the answer is found by doubling, then bisection."""
+    def enough(seeds: int) -> bool:
+        return power(components, seeds, effect, alpha, equivalence) >= target
+
+    if enough(2):
+        return 2
+    if not enough(SEEDS_UNREACHABLE):
+        return None
+    low, high = 2, 4            # invariant: not enough(low), enough(high) once the doubling stops
+    while not enough(high):
+        low, high = high, 2 * high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high
