@@ -75,6 +75,7 @@ def test_run_cpu_seconds_are_the_mean_per_group_variant_and_size(tmp_path):
     tsv(root / "train" / "main" / "argent-tiny-seed1.tsv", (120.0, "600", "230.0"))
     tsv(root / "train" / "negatives" / "argent_negs-tiny-seed0.tsv", (90.0, "600", "NA"))   # not measured
     tsv(root / "evaluate" / "main" / "argent-tiny-seed0.tsv", (30.0, "300", "29"))
-    assert run_cpu_seconds(root) == {("main", "argent", "tiny"): 210.0}
-    assert run_cpu_seconds(root, "evaluate") == {("main", "argent", "tiny"): 29.0}
-    assert run_cpu_seconds(tmp_path / "absent") == {}
+    jobs = read_benchmarks(root)
+    assert run_cpu_seconds(jobs) == {("main", "argent", "tiny"): 210.0}
+    assert run_cpu_seconds(jobs, "evaluate") == {("main", "argent", "tiny"): 29.0}
+    assert run_cpu_seconds(read_benchmarks(tmp_path / "absent")) == {}

@@ -71,6 +71,11 @@ def home_group(plan: Plan, qualified: str, size: str, seed: int) -> str:
     return home.group if home is not None else group
 
 
+def first_seed(plan: Plan, size: str) -> int:
+    """The lowest seed the plan trains at ``size`` (0 when none): where a claim looks up a run's home."""
+    return min((k.seed for k in plan.home if k.size == size), default=0)
+
+
 def _item_matrix(items: ItemIndex, plan: Plan, claim: Claim, spec: MetricSpec, size: str,
                  seeds: list[int]) -> tuple[np.ndarray, int] | None:
     """The seeds × items matrix of A − B over the item ids every paired seed has on both sides,
@@ -201,7 +206,7 @@ def price_power(rows: list[dict[str, Any]], plan: Plan, run_cpu_s: dict[tuple[st
         need = r["seeds_for_power"]
         if r["family"] != PRIMARY or need is None:
             continue
-        seed = min((k.seed for k in plan.home if k.size == r["size"]), default=0)
+        seed = first_seed(plan, r["size"])
         per_seed = [run_cpu_s.get((home_group(plan, q, r["size"], seed), q.partition("/")[2], r["size"]))
                     for q in (r["variant_a"], r["variant_b"])]
         if None not in per_seed:
@@ -243,8 +248,8 @@ def check_evidence(claims: ClaimsSpec, plan: Plan, sizes: list[str]) -> None:
     seen: dict[tuple, str] = {}
     for claim in claims.claims:
         for size in claim.sizes or sizes:
-            seeds = sorted({k.seed for k in plan.home if k.size == size}) or [0]
-            runs = tuple(sorted(f"{home_group(plan, q, size, seeds[0])}/{q.partition('/')[2]}" for q in (claim.a, claim.b)))
+            seed = first_seed(plan, size)
+            runs = tuple(sorted(f"{home_group(plan, q, size, seed)}/{q.partition('/')[2]}" for q in (claim.a, claim.b)))
             for cm in claim.metrics:
                 for spec in claims.roles.get(cm.role) or []:
                     key = (runs, size, spec.benchmark, spec.metric)

@@ -37,6 +37,8 @@ class JobCost:
     wall_s: float
     max_rss_mb: float  # NaN when Snakemake could not measure it
     cpu_s: float
+    group: str = ""  # the folder between stage and file (a per-run stage's experiment group)
+    size: str = ""   # "" when the job does not name one
 
 
 def _number(value: str | None) -> float:
@@ -53,13 +55,15 @@ def read_benchmark(path: Path, stage: str) -> list[JobCost]:
     if not rows or "s" not in rows[0]:
         raise ValueError(f"{path}: not a Snakemake benchmark TSV (no 's' column); delete it and rerun the job")
     match = RUN_JOB.match(path.stem)
-    variant = match["variant"] if match else ""
+    variant, size = (match["variant"], match["size"]) if match else ("", "")
+    group = path.parent.name if path.parent.name != stage else ""
     out = []
     for i, row in enumerate(rows, start=2):
         wall = _number(row.get("s"))
         if math.isnan(wall):
             raise ValueError(f"{path}, line {i}: wall seconds 's' is {row.get('s')!r}; delete the file and rerun the job")
-        out.append(JobCost(stage, path.stem, variant, wall, _number(row.get("max_rss")), _number(row.get("cpu_time"))))
+        out.append(JobCost(stage, path.stem, variant, wall, _number(row.get("max_rss")), _number(row.get("cpu_time")),
+                           group, size))
     return out
 
 
@@ -72,17 +76,13 @@ def read_benchmarks(root: str | Path) -> list[JobCost]:
     return jobs
 
 
-def run_cpu_seconds(root: str | Path, stage: str = "train") -> dict[tuple[str, str, str], float]:
-    """Mean CPU seconds of one run of ``stage`` per (group, variant, size), from
-    ``<root>/<stage>/<group>/<variant>-<size>-seed<k>.tsv`` (runs whose CPU time was not measured are left out)."""
+def run_cpu_seconds(jobs: list[JobCost], stage: str = "train") -> dict[tuple[str, str, str], float]:
+    """Mean CPU seconds of one run of ``stage`` per (group, variant, size), from ``read_benchmarks``'
+    jobs (a job whose CPU time was not measured is left out)."""
     cpu: dict[tuple[str, str, str], list[float]] = {}
-    for path in sorted(Path(root).glob(f"{stage}/*/*.tsv")):
-        match = RUN_JOB.match(path.stem)
-        if match is None:
-            continue
-        seconds = [j.cpu_s for j in read_benchmark(path, stage) if not math.isnan(j.cpu_s)]
-        if seconds:
-            cpu.setdefault((path.parent.name, match["variant"], match["size"]), []).append(seconds[-1])
+    for j in jobs:
+        if j.stage == stage and j.variant and not math.isnan(j.cpu_s):
+            cpu.setdefault((j.group, j.variant, j.size), []).append(j.cpu_s)
     return {key: sum(v) / len(v) for key, v in cpu.items()}
 
 

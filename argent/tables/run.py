@@ -21,7 +21,7 @@ from argent.tables.claims_report import claims_markdown
 from argent.tables.claims_spec import ClaimsSpec, load_claims, parse_roles
 from argent.tables.domains import domain_check, training_domain
 from argent.tables.items import collect_items
-from argent.tables.cost import run_cpu_seconds, write_cost_tables
+from argent.tables.cost import read_benchmarks, run_cpu_seconds, write_cost_tables
 from argent.plan.groups import Plan, build_plan
 from argent.layout import Results, RunFolder, run_dir
 from argent.runs import hardware_classes, read_provenance
@@ -157,7 +157,7 @@ def run(opts: TablesOptions) -> list[Path]:
             tables[name] = (f"{tables[name][0]}\n{note}", tables[name][1])
     rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(layout.eval),
                        set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
-    price_power(rows, plan, run_cpu_seconds(layout.benchmarks))
+    price_power(rows, plan, run_cpu_seconds(read_benchmarks(layout.benchmarks)))
     tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)
     mech = mechanism_rows(listed_runs(collect_diagnostics(layout.runs), plan), variants, all_sizes, seeds)
     tables["mechanism"] = (mechanism_markdown(mech), mech)
