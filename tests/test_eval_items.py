@@ -2,9 +2,10 @@
 
 For every emitted vector: mean(values) == the metric (1e-9 relative), one value per id, unique
 ids; the ids are the same, in the same order, for two different models on the same benchmark;
-PEP's placement values average to sklearn's AUC (ties included). Real evaluations on a small
-generated hiershapes set (every protocol) and the oracle data of test_eval_runner (known answers,
-a skipped image).
+PEP's placement values average to sklearn's AUC (ties included), and its per-image clustered-DeLong
+pseudo-values have Obuchowski's variance and the true spread of the AUC over simulated test sets.
+Real evaluations on a small generated hiershapes set (every protocol) and the oracle data of
+test_eval_runner (known answers, a skipped image).
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from test_eval_runner import OracleModel, _karpathy, _sugarcrepe
 
 from argent import geometry
 from argent.evaluation.benchmarks import parse_benchmark
-from argent.evaluation.items import ItemError, auc_placements, cluster_item_values, item_vector, macro_item_values
+from argent.evaluation.items import (
+    ItemError,
+    auc_placements,
+    cluster_item_values,
+    clustered_auc_pseudovalues,
+    item_vector,
+    macro_item_values,
+)
 from argent.evaluation.pep import build_pairs, negative_index, pair_angles
 from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, flatten
@@ -96,6 +104,78 @@ def test_auc_placements_equal_sklearn_with_ties(seed: int) -> None:
     assert set(np.concatenate(auc_placements(np.zeros(3), np.zeros(4)))) == {0.5}
 
 
+def _obuchowski_variance(pos: np.ndarray, pos_c: np.ndarray, neg: np.ndarray, neg_c: np.ndarray, n: int) -> float:
+    """Obuchowski (1997) clustered variance S10/P + S01/M + 2·S11/(P·M), from the P × M kernel."""
+    kernel = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    theta = kernel.mean()
+    v10, v01 = kernel.mean(axis=1), kernel.mean(axis=0)  # DeLong's V10 (per positive), V01 (per negative)
+    a = np.array([v10[pos_c == c].sum() - (pos_c == c).sum() * theta for c in range(n)])
+    b = np.array([v01[neg_c == c].sum() - (neg_c == c).sum() * theta for c in range(n)])
+    s10 = n / ((n - 1) * pos.size) * (a**2).sum()
+    s01 = n / ((n - 1) * neg.size) * (b**2).sum()
+    s11 = n / (n - 1) * (a * b).sum()
+    return s10 / pos.size + s01 / neg.size + 2 * s11 / (pos.size * neg.size)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_clustered_auc_pseudovalues_are_sklearn_auc_and_obuchowski_variance(seed: int) -> None:
+    g = np.random.default_rng(seed)
+    n = 23
+    # Unequal clusters, few distinct scores (ties within and across the classes); cluster 0 has no
+    # negatives, cluster 1 no positives and cluster n−1 no pairs at all.
+    pos_c = np.r_[0, 0, g.integers(2, n - 1, size=40)]
+    neg_c = np.r_[1, g.integers(2, n - 1, size=150)]
+    pos = np.maximum(0, g.integers(-2, 6, size=pos_c.size)) / 5 + 0.1 * (pos_c % 3)  # a cluster effect
+    neg = np.maximum(0, g.integers(-5, 4, size=neg_c.size)) / 5
+    ids = [f"img{c}" for c in range(n)]
+    out_ids, psi = clustered_auc_pseudovalues(pos, pos_c, neg, neg_c, ids)
+    assert out_ids == ids and psi.shape == (n,)
+    auc = roc_auc_score(np.r_[np.ones(pos.size), np.zeros(neg.size)], np.r_[pos, neg])
+    assert psi.mean() == pytest.approx(auc, rel=1e-12)
+    assert psi[-1] == pytest.approx(auc, rel=1e-12)  # no pairs: no deviation from the AUC
+    # var(ψ, ddof=1) / C is Obuchowski's clustered variance, computed here from the pair kernel.
+    assert psi.var(ddof=1) / n == pytest.approx(_obuchowski_variance(pos, pos_c, neg, neg_c, n), rel=1e-9)
+    # By hand for cluster 0 (positives only): AUC + (C/P)·(Σ v_pos − P_0·AUC).
+    v_pos, _ = auc_placements(pos, neg)
+    assert psi[0] == pytest.approx(auc + n / pos.size * (v_pos[:2].sum() - 2 * auc), rel=1e-12)
+    with pytest.raises(ValueError, match="integer positions in 0..22"):
+        clustered_auc_pseudovalues(pos, np.r_[pos_c[:-1], n], neg, neg_c, ids)
+    with pytest.raises(ValueError, match="must be 1-D and match"):
+        clustered_auc_pseudovalues(pos, pos_c[:-1], neg, neg_c, ids)
+
+
+def _simulated_pep_scores(g: np.random.Generator, pool_effect: np.ndarray, n_images: int, n_levels: int):
+    """One simulated PEP test set: every image has ``n_levels`` positives and is paired with the
+    whole fixed pool. An image effect raises its positives (and half as much its negatives), so the
+    pairs of an image are correlated; a caption effect (``pool_effect``, the same in every test set)
+    makes some pool captions harder negatives than others."""
+    image = g.normal(0.0, 1.0, n_images)
+    pos_c = np.repeat(np.arange(n_images), n_levels)
+    neg_c = np.repeat(np.arange(n_images), pool_effect.size)
+    pos = 2.0 + image[pos_c] + g.normal(0.0, 1.0, pos_c.size)
+    neg = 0.5 * image[neg_c] + np.tile(pool_effect, n_images) + g.normal(0.0, 1.0, neg_c.size)
+    return pos, pos_c, neg, neg_c
+
+
+def test_clustered_auc_se_matches_the_spread_over_test_sets() -> None:
+    """The item SE sd(ψ)/√C against the true SD of the AUC over 200 simulated test sets of 400
+    images × 4 positives, each image against the same pool of 100 captions (the pool held fixed,
+    as the interval assumes). The old weighting (every placement summed with weight C/(P+M),
+    ``cluster_item_values``) keeps the mean but its SE is about half the true spread here."""
+    g = np.random.default_rng(0)
+    n_images, n_levels, reps = 400, 4, 200
+    pool_effect = g.normal(0.0, 0.7, 100)
+    ids = [str(i) for i in range(n_images)]
+    aucs, ses = np.empty(reps), np.empty(reps)
+    for r in range(reps):
+        pos, pos_c, neg, neg_c = _simulated_pep_scores(g, pool_effect, n_images, n_levels)
+        _, psi = clustered_auc_pseudovalues(pos, pos_c, neg, neg_c, ids)
+        aucs[r], ses[r] = psi.mean(), psi.std(ddof=1) / math.sqrt(n_images)
+    assert 0.8 < aucs.mean() < 0.9
+    ratio = ses.mean() / aucs.std(ddof=1)
+    assert 0.8 < ratio < 1.25, f"SE / true SD = {ratio:.3f}"
+
+
 def test_pep_negatives_come_in_negative_index_order_whatever_the_blocking() -> None:
     n_img = 12
     chains = [tuple(f"img{i} level{k}" for k in range(1, 5)) for i in range(n_img)]
@@ -152,7 +232,7 @@ def test_every_protocol_on_hiershapes(hiershapes: Path, two_models) -> None:  # 
             assert len(items["t2i_R@1"]["ids"]) == a["counts"]["n_images"]
             assert len(items["i2t_R@5"]["ids"]) == a["counts"]["n_images"]
         elif protocol == "pep":
-            # One value per image row: its pairs' DeLong placements summed (check_identity: mean = AUC).
+            # One clustered-DeLong pseudo-value per image row (check_identity: mean = AUC).
             assert len(items["auc"]["ids"]) == a["counts"]["n_items"]
         elif protocol == "hierarcaps":
             assert len(items["threshold_recall"]["ids"]) == a["counts"]["n_images"]

@@ -10,12 +10,14 @@ Metrics that are not plain item means get values whose plain mean is the metric:
 
 - a macro mean over S subsets (mean per-class accuracy, SugarCrepe's mean over categories):
   ``macro_item_values`` weighs item i of subset g(i) by N / (S · n_g(i));
-- a pooled AUC: ``auc_placements`` gives DeLong placement values; their mean over positives and
-  their mean over negatives both equal the AUC (ties count one half, as in sklearn), so the
-  concatenation does too;
-- items that are not sampled independently (the pairs of one PEP image, the captions of one
-  retrieval image) are summed per sampling unit by ``cluster_item_values``, so that the tables'
-  item variance is over images, the unit a test set draws.
+- a pooled AUC over pairs that come in clusters (the pairs of one PEP image):
+  ``clustered_auc_pseudovalues`` gives one clustered-DeLong pseudo-value per image, built from
+  ``auc_placements``' placement values (ties count one half, as in sklearn); their mean is the
+  AUC and their variance / C is the clustered DeLong variance, so the tables' item variance is
+  the AUC's variance over test images (the negative pool held fixed);
+- hits that are not sampled independently (the captions of one retrieval image) are summed per
+  sampling unit by ``cluster_item_values``, so that the tables' item variance is over images,
+  the unit a test set draws.
 
 Pure functions: no model, no files.
 """
@@ -29,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ItemError", "auc_placements", "cluster_item_values", "item_means", "item_vector", "macro_item_values"]
+__all__ = ["ItemError", "auc_placements", "cluster_item_values", "clustered_auc_pseudovalues", "item_means",
+           "item_vector", "macro_item_values"]
 
 REL_TOL = 1e-9
 
@@ -126,3 +129,53 @@ def cluster_item_values(clusters: Sequence[str], values: np.ndarray) -> tuple[li
     sums = np.zeros(len(order))
     np.add.at(sums, np.fromiter((index[c] for c in clusters), dtype=np.int64, count=values.size), values)
     return order, sums * (len(order) / values.size)
+
+
+def clustered_auc_pseudovalues(
+    pos_scores: np.ndarray,
+    pos_cluster: np.ndarray,
+    neg_scores: np.ndarray,
+    neg_cluster: np.ndarray,
+    clusters: Sequence[str],
+) -> tuple[list[str], np.ndarray]:
+    """One pseudo-value per cluster (sampling unit) of a pooled ROC AUC: clustered DeLong.
+
+    pos_scores (P,) and neg_scores (M,) are the scores of the positive and negative pairs (positives
+    should score higher); pos_cluster (P,) and neg_cluster (M,) are integer positions in
+    ``clusters`` (C,), the ids of the units the pairs belong to (a PEP image row). Returns
+    (list(clusters), ψ (C,)) with
+
+        ψ_c = AUC + (C/P)·(Σ_{pos i in c} v_pos_i − P_c·AUC) + (C/M)·(Σ_{neg j in c} v_neg_j − M_c·AUC)
+
+    (v_pos, v_neg: ``auc_placements``; P_c, M_c: the cluster's positives and negatives). ψ is
+    the linearisation AUC − θ ≈ (1/P) Σ_i (v_pos_i − θ) + (1/M) Σ_j (v_neg_j − θ) summed per
+    cluster, so mean(ψ) = AUC exactly and var(ψ, ddof=1) / C is the clustered DeLong variance
+    S10/P + S01/M + 2·S11/(P·M) of Obuchowski (1997, Biometrics 53:567–578), which reduces to
+    DeLong, DeLong & Clarke-Pearson (1988, Biometrics 44:837–845) for one pair per cluster. An
+    image's positives and negatives share the image, so they are summed together: their
+    covariance (S11) is part of the variance. A cluster with no pairs gets ψ_c = AUC.
+
+    What the variance covers: new clusters drawn from the same distribution, every other factor
+    fixed. In PEP each image is paired with the same fixed pool of negative captions (a second,
+    crossed factor): the pool is not resampled, so the variance is the AUC's spread over test
+    images for this pool, not over pools. Summing the placements with equal weights instead
+    (``cluster_item_values``) keeps the mean but not the variance.
+    """
+    pos = np.asarray(pos_scores, dtype=np.float64)
+    neg = np.asarray(neg_scores, dtype=np.float64)
+    pos_c = np.asarray(pos_cluster)
+    neg_c = np.asarray(neg_cluster)
+    n = len(clusters)
+    if pos.ndim != 1 or neg.ndim != 1 or pos_c.shape != pos.shape or neg_c.shape != neg.shape:
+        raise ValueError(f"clustered_auc_pseudovalues: scores {pos.shape}, {neg.shape} and clusters "
+                         f"{pos_c.shape}, {neg_c.shape} must be 1-D and match")
+    for name, index in (("pos_cluster", pos_c), ("neg_cluster", neg_c)):
+        if index.size and (not np.issubdtype(index.dtype, np.integer) or index.min() < 0 or index.max() >= n):
+            raise ValueError(f"clustered_auc_pseudovalues: {name} must be integer positions in 0..{n - 1}")
+    v_pos, v_neg = auc_placements(pos, neg)
+    auc = float(v_pos.mean())
+    # Per cluster, the centred sums (Σ v − count · AUC) of each class: the cluster's share of
+    # the deviation of the two placement means from the AUC.
+    pos_dev = np.bincount(pos_c, weights=v_pos - auc, minlength=n)
+    neg_dev = np.bincount(neg_c, weights=v_neg - auc, minlength=n)
+    return list(clusters), auc + n * (pos_dev / pos.size + neg_dev / neg.size)

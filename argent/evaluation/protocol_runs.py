@@ -58,7 +58,7 @@ from argent.evaluation.encoding import (
     image_transform,
     similarity_on_cpu,
 )
-from argent.evaluation.items import auc_placements, cluster_item_values, item_means
+from argent.evaluation.items import cluster_item_values, clustered_auc_pseudovalues, item_means
 
 __all__ = ["first_n", "first_per_group", "path_id", "run_compositional", "run_hierarcaps", "run_pep", "run_retrieval",
            "run_zeroshot"]
@@ -230,14 +230,19 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
 def _pep_auc_items(
     samples: list, pairs: pep.PepPairs, phi_pos: np.ndarray, phi_neg: np.ndarray
 ) -> tuple[list[str], np.ndarray]:
-    """The pooled ``auc``'s DeLong placement values (``items.auc_placements``) of every positive and
-    negative pair, summed per image row (``items.cluster_item_values``: an image's pairs share it,
-    so the image is the unit the test set draws); their mean is the AUC. Ids: the row id."""
-    v_pos, v_neg = auc_placements(pep.entailment_probability(phi_pos), pep.entailment_probability(phi_neg))
+    """The pooled ``auc``'s clustered-DeLong pseudo-values, one per image row
+    (``items.clustered_auc_pseudovalues``): a row's positive pairs (its levels) and its negative
+    pairs (it against the pool) share the image, so the image is the unit the test set draws.
+    Their mean is the AUC and their variance / N the AUC's variance over test images with the
+    negative pool held fixed (the pool is a crossed factor the interval does not resample; with
+    no pool file the pool is the samples' own level-4 captions, which a new test set would change,
+    and that part of the spread is left out too). Ids: the row id."""
     row_ids = [str(s.id) for s in samples]
     neg_image, _ = pep.negative_index(pairs, len(samples))
-    rows = [row_ids[i] for i in pairs.pos_image.tolist()] + [row_ids[i] for i in neg_image.tolist()]
-    return cluster_item_values(rows, np.concatenate([v_pos, v_neg]))
+    return clustered_auc_pseudovalues(
+        pep.entailment_probability(phi_pos), pairs.pos_image.numpy(),
+        pep.entailment_probability(phi_neg), neg_image, row_ids,
+    )
 
 
 def _radii(model: Any, text_emb: Tensor, batch_size: int) -> Tensor:
