@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats as scipy_stats
 import yaml
 
 from argent.tables import TablesOptions, run
@@ -49,6 +50,9 @@ CLAIMS = {"margins": MARGINS, "claims": [
      "metrics": {"retrieval": {"expect": "equal"}}},
     {"id": "shifted", "source": "T", "a": "argent", "b": "hycoclip", "primary": "compositional",
      "metrics": {"compositional": {"expect": "equal"}}},
+    {"id": "no-primary", "source": "T", "a": "hycoclip", "b": "meru", "primary": "none",
+     "note": "exploratory only: no claim of the source", "metrics": {"pep_auc": {"expect": "better"},
+                                                                     "zeroshot": {"expect": "better"}}},
 ]}
 
 
@@ -113,6 +117,21 @@ def test_the_declared_role_is_primary_and_the_others_exploratory(table):
     assert {_row(table, "two-roles", "hs_zeroshot", role)["family"] for role in ("zeroshot", "tie")} == {"exploratory"}
 
 
+def test_a_claim_without_a_primary_role_has_only_exploratory_rows(table):
+    # primary: none -> hs_pep, which would be the primary row of a pep_auc claim, is exploratory
+    rows = table.filter(pl.col("id") == "no-primary").to_dicts()
+    families = {(r["benchmark"], r["role"]): r["family"] for r in rows}
+    assert families == {("hs_pep", "pep_auc"): "exploratory", ("real_pep", "pep_auc"): "out of domain",
+                        ("hs_zeroshot", "zeroshot"): "exploratory"}
+    for r in rows:
+        assert r["seeds_for_power"] is None and r["note"].startswith("exploratory only")
+    tested = [r for r in rows if r["family"] == "exploratory"]
+    assert all(r["p"] is not None and r["p_adjusted"] is not None for r in tested)   # in BH's family
+    # the primary family is the other claims' declared rows only: one per claim
+    primary = table.filter(pl.col("family") == "primary")
+    assert sorted(primary["id"].to_list()) == ["matches", "meru-clip", "shifted", "two-roles"]
+
+
 def test_primary_rows_are_holm_adjusted_and_exploratory_rows_bh_adjusted(table):
     for family, adjust in (("primary", holm), ("exploratory", benjamini_hochberg)):
         rows = table.filter((pl.col("family") == family) & pl.col("p").is_not_null())
@@ -153,8 +172,11 @@ def test_primary_rows_report_the_seeds_their_power_analysis_asks_for(table, tmp_
 
 def test_the_seeds_asked_for_are_priced_at_the_measured_cpu_time_of_both_runs(table):
     row = _row(table, "two-roles", "hs_pep")               # argent (300 CPU s a run) vs hycoclip (200)
-    assert row["seeds_for_power"] > row["n"] == 3
-    assert row["cpu_h_for_power"] == pytest.approx((row["seeds_for_power"] - 3) * 500 / 3600)
+    # planned at its safeguard effect (the lower end of its 60 % CI of |Δ|), priced beyond its 3 seeds
+    half60 = scipy_stats.t.ppf(0.8, row["df"]) * (row["ci_high"] - row["ci_low"]) / 2 / scipy_stats.t.ppf(0.975, row["df"])
+    assert row["planning_effect"] == pytest.approx(abs(row["diff_mean"]) - half60)
+    assert row["cpu_h_for_power"] == pytest.approx(max(row["seeds_for_power"] - 3, 0) * 500 / 3600)
+    assert row["seeds_for_delta"] > row["n"] == 3          # the sensitivity column: δ is far smaller
     enough = _row(table, "matches", "hs_retrieval")        # asks for no more seeds than it has
     assert enough["seeds_for_power"] <= 3 and enough["cpu_h_for_power"] == 0
     meru_clip = _row(table, "meru-clip", "hs_zeroshot")    # no training record for either run

@@ -35,11 +35,22 @@ from argent.tables.claims_spec import (
     kind_of_test,
 )
 from argent.tables.collect import values_by_seed
-from argent.tables.inference import Estimate, crossed_estimate, seed_estimate, seeds_for_power
+from argent.tables.inference import (
+    Estimate,
+    crossed_estimate,
+    far_seed,
+    safeguard_effect,
+    seed_estimate,
+    seeds_for_power,
+)
 from argent.tables.multiplicity import benjamini_hochberg, holm
 
 PRIMARY, EXPLORATORY, OUT_OF_DOMAIN = "primary", "exploratory", "out of domain"
 POWER_TARGET = 0.8
+SAFEGUARD_CONFIDENCE = 0.6   # directional rows plan seeds at the lower end of the pilot's 60 % CI of |Δ|
+# A crossed factor a role's item interval holds fixed (docs/statistics.md): PEP's pseudo-values are
+# per image, against one negative pool that is not resampled.
+HELD_FIXED = {"pep_auc": "negative pool"}
 
 # (group, variant, size, seed, benchmark, metric) -> {item id: value}; argent/tables/items.py
 ItemIndex = dict[tuple[str, str, str, int, str, str], dict[str, float]]
@@ -56,7 +67,8 @@ def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
             "expected_sign": None, "family": "", "test": "", "margin": None, "a_mean": None, "b_mean": None,
             "diff_mean": None, "ci95": None, "ci_low": None, "ci_high": None, "variance": "", "n": 0,
             "n_items": None, "df": None, "n_configured": 0, "partial": False, "seeds": "", "p": None,
-            "p_adjusted": None, "seed_sd": None, "seeds_for_power": None, "cpu_h_for_power": None, "verdict": "",
+            "p_adjusted": None, "seed_sd": None, "far_seed": None, "planning_effect": None, "seeds_for_power": None,
+            "seeds_for_delta": None, "cpu_h_for_power": None, "verdict": "",
             "note": "; ".join(filter(None, [claim.note, cm.basis and f"direction from the text: {cm.basis}"]))}
 
 
@@ -150,14 +162,16 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
     est = _estimate(claim, spec, size, diffs, items, plan, row)
     scale = spec.scale
     row.update(a_mean=float(np.mean([a[k] for k in diffs])) * scale, b_mean=float(np.mean([b[k] for k in diffs])) * scale,
-               diff_mean=est.mean * scale, variance=est.variance, n_items=est.n_items, df=est.df)
+               diff_mean=est.mean * scale, n_items=est.n_items, df=est.df,
+               variance=est.variance + (f" ({HELD_FIXED[cm.role]} fixed)"
+                                        if est.variance == "seeds+items" and cm.role in HELD_FIXED else ""))
     interval = est.interval(1 - claims.alpha)
     if interval is not None:
         low, high = interval
         row.update(ci_low=low * scale, ci_high=high * scale, ci95=(high - low) / 2 * scale)
     if est.components is not None:
         c = est.components
-        row["seed_sd"] = float(np.sqrt(c.seed + c.residual / c.n_items)) * scale
+        row["seed_sd"] = float(np.sqrt(c.seed)) * scale
     if family == OUT_OF_DOMAIN:
         row["verdict"] = OUT_OF_DOMAIN
         return row
@@ -166,12 +180,18 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         _add_note(row, "n=1: no CI, no test, no verdict")
         return row
     row["p"] = est.p_equivalence(margin.delta / scale) if kind == "equivalence" else est.p_difference()
+    far = far_seed(est.seed_diffs)
+    if far is not None:
+        seed = sorted(diffs)[far[0]]
+        row["far_seed"] = seed
+        _add_note(row, f"seed {seed}'s difference is far from the other seeds' (leave-one-out p·K = {far[1]:.1e}): "
+                       f"a t interval on {est.n_seeds} seeds is not valid in the tail, so the row is not decided")
     row["_estimate"], row["_scale"] = est, scale   # for the power analysis, dropped by decide()
     return row
 
 
 def _verdict(row: dict[str, Any], alpha: float) -> str:
-    if row["p_adjusted"] is None or row["p_adjusted"] > alpha:
+    if row["p_adjusted"] is None or row["p_adjusted"] > alpha or row["far_seed"] is not None:
         return "inconclusive"
     if row["test"] == "equivalence":
         return "equivalent"
@@ -180,20 +200,30 @@ def _verdict(row: dict[str, Any], alpha: float) -> str:
 
 def decide(rows: list[dict[str, Any]], claims: ClaimsSpec) -> list[dict[str, Any]]:
     """Holm over the primary rows, BH over the exploratory rows, verdicts, and the primary rows'
-    power analysis: the paired seeds that reach 80 % power at δ under the Holm/Bonferroni bound."""
+    power analysis under the Holm/Bonferroni bound: the paired seeds that reach 80 % power at the
+    planning effect (directional rows: the safeguard effect, the lower end of the pilot's 60 % CI
+    of |Δ|; equivalence rows: δ), and at δ for every row (the sensitivity column)."""
     for family, adjust in ((PRIMARY, holm), (EXPLORATORY, benjamini_hochberg)):
         members = [r for r in rows if r["family"] == family and r["p"] is not None]
         for r, p_adj in zip(members, adjust([r["p"] for r in members])):
             r["p_adjusted"] = p_adj
             r["verdict"] = _verdict(r, claims.alpha)
     tested_primary = sum(1 for r in rows if r["family"] == PRIMARY and r["p"] is not None)
+    level = claims.alpha / max(tested_primary, 1)
     for r in rows:
         est: Estimate | None = r.pop("_estimate", None)
         scale = r.pop("_scale", 1.0)
         if est is None or est.components is None or r["family"] != PRIMARY:
             continue
-        r["seeds_for_power"] = seeds_for_power(est.components, r["margin"] / scale, claims.alpha / max(tested_primary, 1),
-                                               POWER_TARGET, equivalence=r["test"] == "equivalence")
+        equivalence = r["test"] == "equivalence"
+        delta = r["margin"] / scale
+        r["seeds_for_delta"] = seeds_for_power(est.components, delta, level, POWER_TARGET, equivalence)
+        effect = delta if equivalence else safeguard_effect(est, SAFEGUARD_CONFIDENCE)
+        if effect is None:
+            _add_note(r, f"the pilot's {SAFEGUARD_CONFIDENCE:.0%} CI of |Δ| reaches 0: no safeguard effect to plan seeds at")
+            continue
+        r["planning_effect"] = effect * scale
+        r["seeds_for_power"] = seeds_for_power(est.components, effect, level, POWER_TARGET, equivalence)
     return rows
 
 
@@ -216,7 +246,8 @@ def price_power(rows: list[dict[str, Any]], plan: Plan, run_cpu_s: dict[tuple[st
 def claims_rows(claims: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]],
                 plan: Plan, items: ItemIndex | None = None, configured: set[str] | None = None,
                 out_of_domain: DomainCheck | None = None) -> list[dict[str, Any]]:
-    """Every row of the claims table, tested and decided."""
+    """Every row of the claims table, tested and decided. A claim declared ``primary: none``
+    (``Claim.primary is None``) has no primary row: all its in-domain rows are exploratory."""
     check_evidence(claims, plan, sizes)
     present = set(zip(long["variant"].to_list(), long["size"].to_list()))
     rows = []
@@ -230,7 +261,8 @@ def claims_rows(claims: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds:
                 for spec in specs:
                     if spec is not None and ood[spec.benchmark]:
                         family = OUT_OF_DOMAIN
-                    elif spec is not None and cm.role == claim.primary and spec.benchmark == primary_bench:
+                    elif (claim.primary is not None and spec is not None and cm.role == claim.primary
+                          and spec.benchmark == primary_bench):
                         family = PRIMARY
                     else:
                         family = EXPLORATORY

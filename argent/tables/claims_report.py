@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from argent.tables.claims import EXPLORATORY, OUT_OF_DOMAIN, POWER_TARGET, PRIMARY
+from argent.tables.claims import EXPLORATORY, OUT_OF_DOMAIN, POWER_TARGET, PRIMARY, SAFEGUARD_CONFIDENCE
 from argent.tables.claims_spec import ClaimsSpec
 from argent.tables.paper import PARTIAL_MARK
 
@@ -67,9 +67,13 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
         "\"matches\", or whose published |Δ| is below δ): TOST, H0 |Δ| ≥ δ; **equivalent** when rejected. "
         "**inconclusive**: not rejected at the family's level, or n < 2. p: raw; adj. p: Holm-adjusted p "
         "(primary) or BH q (exploratory).", "",
-        "**Variance.** *seeds+items*: the interval covers training seeds and test items (crossed random effects, "
-        "Satterthwaite df), so it speaks about new seeds and new test items alike; *seeds*: training seeds only, "
-        "on this fixed test set (a metric that is no mean over items: AP, Kendall τ). "
+        "**Variance.** *seeds+items*: the interval covers training seeds and test items (crossed random effects; "
+        "the seeds' term is never truncated and keeps the seeds' K − 1 df unless it is under 5 % of the variance, "
+        "then Satterthwaite's df, valid at the Holm levels in simulation: docs/statistics.md), so it speaks about "
+        "new seeds and new test items alike (PEP AUC: new test images against this fixed negative pool); *seeds*: "
+        "training seeds only, on this fixed test set (a metric that is no mean over items: AP, Kendall τ). "
+        "A row with one seed far from the others (leave-one-out t, Bonferroni over seeds) is not decided: a t "
+        "interval on a few seeds is not valid in the tail then. "
         f"Intervals are {1 - alpha:.0%} and unadjusted. {PARTIAL_MARK} = fewer paired seeds than configured. "
         "Published Δ: the source's S-size numbers, other data and budget — compare directions, not digits. "
         "↓ = lower is better.", "",
@@ -91,23 +95,31 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
                      f"{_p(r['p_adjusted'])} | **{r['verdict']}** | {r['note']} |")
     lines += ["", "## Power of the primary rows", "",
               f"Seeds for {POWER_TARGET:.0%} power: the fewest paired seeds at which the row's test, at the first Holm "
-              f"step's level α/{max(tested_primary, 1)} (so at least that power under Holm), detects |Δ| = δ "
-              "(difference) or declares equivalence when Δ = 0 (equivalence), with the variance components "
-              "measured here (found by bisection: power rises with seeds). \"not by seeds\": no number of seeds "
-              "reaches it — with seeds+items the fixed test set's item variance alone keeps the interval wider "
-              "than δ allows, so more test items are needed, not more seeds. Seed SD: the SD of the per-seed "
-              "differences on the whole test set. Train CPU-h: what the seeds beyond n would cost, at the mean CPU "
-              "time of A's and B's runs in this run's `benchmarks/train` records (on this machine; a lower bound, "
-              "since Snakemake samples a job's CPU time every 30 s after its first 30).", "",
-              "| id | metric | size | test | δ | seed SD | n | seeds for 80 % power | train CPU-h for them | verdict |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              f"step's level α/{max(tested_primary, 1)} (so at least that power under Holm), detects the planning "
+              f"effect (difference rows: the *safeguard* effect, the lower end of this run's {SAFEGUARD_CONFIDENCE:.0%} CI "
+              "of |Δ|, Perugini et al. 2014; \"–\" when that interval reaches 0) or declares equivalence when Δ = 0 "
+              "(equivalence rows: at δ), with the variance components measured here (found by bisection: power "
+              "rises with seeds). *Seeds at δ*: the same at |Δ| = δ, the smallest difference of interest (a "
+              "sensitivity column). \"not by seeds\": no number of seeds reaches it — with seeds+items the fixed "
+              "test set's item variance alone keeps the interval too wide, so more test items are needed, not more "
+              "seeds. Seed SD: the SD of the per-seed differences on the whole test set. Train CPU-h: what the "
+              "seeds for power beyond n would cost, at the mean CPU time of A's and B's runs in this run's "
+              "`benchmarks/train` records (on this machine; a lower bound, since Snakemake samples a job's CPU time "
+              "every 30 s after its first 30).", "",
+              "| id | metric | size | test | planning effect | seed SD | n | seeds for 80 % power | train CPU-h for them | "
+              "δ | seeds at δ | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def seeds_text(need: int | None) -> str:
+        return "not by seeds" if need is None else f"{need:,}"
+
     for r in primary:
         if r["p"] is None:
             continue
-        need = r["seeds_for_power"]
-        need_text = "not by seeds" if need is None else f"{need:,}"
+        planned = r["planning_effect"] is not None
         cost = r["cpu_h_for_power"]
-        cost_text = "–" if cost is None else f"{cost:,.1f}"
-        lines.append(f"| {r['id']} | {r['benchmark']}/{r['metric']} | {r['size']} | {r['test']} | {r['margin']:g} | "
-                     f"{_num(r['seed_sd'])} | {r['n']} | {need_text} | {cost_text} | {r['verdict']} |")
+        lines.append(f"| {r['id']} | {r['benchmark']}/{r['metric']} | {r['size']} | {r['test']} | "
+                     f"{_num(r['planning_effect'])} | {_num(r['seed_sd'])} | {r['n']} | "
+                     f"{seeds_text(r['seeds_for_power']) if planned else '–'} | {'–' if cost is None else f'{cost:,.1f}'} | "
+                     f"{r['margin']:g} | {seeds_text(r['seeds_for_delta'])} | {r['verdict']} |")
     return "\n".join(lines) + "\n"
