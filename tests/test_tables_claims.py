@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from argent.tables import TablesOptions, run
-from argent.tables.claims_spec import expected_sign, load_claims, parse_roles
+from argent.tables.claims_spec import NO_PRIMARY, expected_sign, load_claims, parse_roles
 from argent.cli import main as argent_main
 from argent.tables.stats import mean_ci
 
@@ -256,6 +256,9 @@ def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_pa
     assert {v.rpartition("/")[2] for c in claims for v in (c.a, c.b)} <= set(variants)
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     assert {v.rpartition("/")[0] or "main" for c in claims for v in (c.a, c.b)} <= set(cfg["groups"]) | set(paper["groups"])
+    # the amendment log parses; every entry says what it was decided after
+    spec = load_claims(ROOT / cfg["tables"]["claims"]["file"])
+    assert spec.amendments and all(a.decided_after and a.why and a.change for a in spec.amendments)
     # every published difference agrees with its expected direction under the config's metric directions
     for config in ("config.yaml", "paper.yaml"):
         mapping = yaml.safe_load((ROOT / "config" / config).read_text())["tables"]["claims"]["metrics"]
@@ -265,6 +268,91 @@ def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_pa
             for m in c.metrics:
                 for spec in specs[m.role]:
                     assert expected_sign(m, spec, c.id) in ((0,) if m.expect == "equal" else (1, -1))
+
+
+# The primary family of the shipped file at size tiny, as amended on 2026-12-02 (config/claims.yaml,
+# amendments): 13 rows, down from 16. A change here is a change of the pre-registration: log it there.
+SHIPPED_PRIMARY = {
+    "T2-argent-vs-hycoclip": "zeroshot", "T2-hycoclip-vs-meru": "zeroshot", "T2-argent-vs-meru": "zeroshot",
+    "T2-argent-vs-clip": "zeroshot", "T3a-meru-adaent-vs-cone": "pep_auc", "T3b-intra-vs-none": "pep_auc",
+    "T3b-intra-vs-any": "pep_auc", "T3b-none-vs-any-hycoclip": "pep_auc", "T3b-none-vs-any-meru": "pep_auc",
+    "T3c-reg-hycoclip": "zeroshot", "CJ-concrete-vs-none": "compositional", "CJ-concrete-vs-random": "compositional",
+    "CJ-cement-vs-concrete": "compositional"}
+
+
+def test_the_shipped_primary_family_at_size_tiny():
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    spec = load_claims(ROOT / cfg["tables"]["claims"]["file"])
+    roles = parse_roles(cfg["tables"]["claims"]["metrics"])
+    tiny = {c.id: c.primary for c in spec.claims if c.primary is not None and (not c.sizes or "tiny" in c.sizes)}
+    assert tiny == SHIPPED_PRIMARY and len(tiny) == 13
+    # each primary role is measured on hiershapes in the default (the training domain): one primary row each
+    assert all(roles[role][0].benchmark.startswith("hs_") for role in tiny.values())
+    exploratory_only = {c.id for c in spec.claims if c.primary is None}
+    assert exploratory_only == {"T2-meru-vs-clip", "T3c-reg-meru", "CJ-cement-vs-none"}
+    # every demotion is logged in the amendments, naming the claim
+    demoted = {cid for a in spec.amendments for cid in a.claims if f"-> {NO_PRIMARY}" in a.change}
+    assert demoted == exploratory_only
+
+
+def _claims_with(tmp_path: Path, text: str) -> Path:
+    """A claims file with one valid claim and ``text`` appended (top-level YAML)."""
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump({"margins": MARGINS, "claims": [
+        {"id": "up", "source": "T", "a": "argent", "b": "hycoclip", "primary": "pep_auc",
+         "metrics": {"pep_auc": {"expect": "better", "published": [97.3, 94.6]}}}]}) + text)
+    return path
+
+
+def test_the_amendment_log_parses(tmp_path):
+    path = _claims_with(tmp_path, """amendments:
+  - {date: 2026-12-02, change: "up: the claim restated", why: "a reason",
+     decided_after: "no run", claims: [up]}
+  - {date: "2026-12-03", change: "margins: a why rewritten", why: "another", decided_after: "the pilot"}
+""")
+    spec = load_claims(path)
+    assert [(a.date, a.change, a.decided_after, a.claims) for a in spec.amendments] == [
+        ("2026-12-02", "up: the claim restated", "no run", ("up",)),
+        ("2026-12-03", "margins: a why rewritten", "the pilot", ())]
+    assert load_claims(_claims_with(tmp_path, "")).amendments == []
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('{date: 2026-12-02, change: c, why: w}', r"amendments\[0\]: missing keys \['decided_after'\]; every amendment says "
+                                              r"date, change, why, decided_after"),
+    ('{date: 2026-12-02, change: c, why: w, decided_after: d, seen: x}', r"amendments\[0\]: unknown keys \['seen'\]"),
+    ('{date: "2 December", change: c, why: w, decided_after: d}', r"amendments\[0\].date: must be a date YYYY-MM-DD, "
+                                                                 r"got '2 December'"),
+    ('{date: 2026-12-02, change: c, why: "  ", decided_after: d}', r"amendments\[0\].why: say why it changed"),
+    ('{date: 2026-12-02, change: c, why: w, decided_after: ""}', r"amendments\[0\].decided_after: name the run"),
+    ('{date: 2026-12-02, change: c, why: w, decided_after: d, claims: [gone]}',
+     r"amendments\[0\].claims: \['gone'\] are no claims of this file; name a removed claim in change: instead"),
+    ('just a sentence', r"amendments\[0\]: expected \{date: YYYY-MM-DD"),
+])
+def test_a_malformed_amendment_is_a_clear_error_naming_the_file_and_entry(tmp_path, entry, message):
+    path = _claims_with(tmp_path, f"amendments:\n  - {entry}\n")
+    with pytest.raises(ValueError, match=f"{path}: {message}"):
+        load_claims(path)
+    not_a_list = _claims_with(tmp_path, "amendments: {date: 2026-12-02}\n")
+    with pytest.raises(ValueError, match="amendments: expected a list of entries"):
+        load_claims(not_a_list)
+
+
+def test_primary_none_parses_and_needs_a_note(tmp_path):
+    claim = {"id": "x", "source": "s", "a": "argent", "b": "hycoclip", "primary": "none",
+             "metrics": {"tie": {"expect": "better"}}}
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump({"margins": MARGINS, "claims": [claim]}))
+    with pytest.raises(ValueError, match=f"{path}: claim x: primary: none \\(every row exploratory\\): say in note: why"):
+        load_claims(path)
+    path.write_text(yaml.safe_dump({"margins": MARGINS, "claims": [{**claim, "note": "no claim of the source"}]}))
+    assert load_claims(path).claims[0].primary is None
+    # a primary that is no role of the claim (a typo, or YAML null) names the way out
+    for bad in ("pep_auc", None):
+        path.write_text(yaml.safe_dump({"margins": MARGINS, "claims": [{**claim, "primary": bad}]}))
+        with pytest.raises(ValueError, match=r"claim x: primary: .* is not one of its metrics \['tie'\]; name the role "
+                                             r"of its confirmatory row, or 'none' for a claim whose rows are all exploratory"):
+            load_claims(path)
 
 
 def test_cli_writes_every_table(tmp_path, capsys):

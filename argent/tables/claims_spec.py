@@ -2,14 +2,17 @@
 
 A claim compares run A with run B on metric *roles* (zeroshot, tie, pep_auc, ...). The claims file
 declares, before any run: the claim's one **primary** role (its confirmatory row, on data the
-models were trained for), the expected direction per role (better, worse, or **equal** for a
-"matches" claim), the published values, and per role the equivalence margin δ with the reason for
-its size. The workflow config maps each role to the benchmarks that measure it in that config
-(``tables.claims.metrics``). How rows are tested: argent/tables/claims.py, docs/statistics.md.
+models were trained for), or ``none`` for a claim whose rows are all exploratory, the expected
+direction per role (better, worse, or **equal** for a "matches" claim), the published values, and
+per role the equivalence margin δ with the reason for its size. Every change made after a run was
+seen is an entry of its ``amendments:`` log (date, change, why, what had been seen). The workflow
+config maps each role to the benchmarks that measure it in that config (``tables.claims.metrics``).
+How rows are tested: argent/tables/claims.py, docs/statistics.md.
 """
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,9 @@ from argent.typed import strict_yaml
 EXPECT = ("better", "worse", "equal")
 CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note"}
 METRIC_KEYS = {"expect", "published", "basis"}
+TOP_KEYS = ("alpha", "margins", "amendments", "claims")
+NO_PRIMARY = "none"                           # `primary: none`: every row of the claim is exploratory
+AMENDMENT_KEYS = ("date", "change", "why", "decided_after")   # required; `claims:` is optional
 
 
 @dataclass(frozen=True)
@@ -63,9 +69,21 @@ class Claim:
     a: str
     b: str
     metrics: tuple[ClaimMetric, ...]
-    primary: str                              # the role of the claim's confirmatory row
+    primary: str | None                       # the role of the claim's confirmatory row; None: `primary: none`
     note: str = ""
     sizes: tuple[str, ...] = ()               # only these sizes (the source's row); () = every size
+
+
+@dataclass(frozen=True)
+class Amendment:
+    """One change to the claims file made after a run was seen: the honest form of a
+    pre-registration amendment says when, what changed, why, and what had been seen."""
+
+    date: str                                 # ISO date
+    change: str
+    why: str
+    decided_after: str                        # the run (and what it showed) the change was decided after
+    claims: tuple[str, ...] = ()              # the ids of the claims it changes (optional)
 
 
 @dataclass
@@ -74,6 +92,7 @@ class ClaimsSpec:
     roles: dict[str, list[MetricSpec]] = field(default_factory=dict)
     margins: dict[str, Margin] = field(default_factory=dict)
     alpha: float = 0.05
+    amendments: list[Amendment] = field(default_factory=list)
 
 
 def _fail(where: str, what: str) -> ValueError:
@@ -136,6 +155,51 @@ def _parse_margins(data: Any, where: str) -> dict[str, Margin]:
     return margins
 
 
+def _parse_amendments(data: Any, ids: set[str], where: str) -> list[Amendment]:
+    shape = ("{date: YYYY-MM-DD, change: <what changed>, why: <the reason>, decided_after: <the run seen "
+             "before deciding, or 'no run'>} (claims: [<ids>] optional)")
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise _fail(where, f"expected a list of entries {shape}")
+    amendments = []
+    for i, entry in enumerate(data):
+        at = f"{where}[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(at, f"expected {shape}")
+        missing = [k for k in AMENDMENT_KEYS if k not in entry]
+        if missing:
+            raise _fail(at, f"missing keys {missing}; every amendment says {', '.join(AMENDMENT_KEYS)}")
+        unknown = set(entry) - set(AMENDMENT_KEYS) - {"claims"}
+        if unknown:
+            raise _fail(at, f"unknown keys {sorted(unknown)}; allowed: {', '.join(AMENDMENT_KEYS)}, claims")
+        date = entry["date"]
+        if isinstance(date, datetime.datetime):
+            date = date.date()
+        if isinstance(date, str):
+            try:
+                date = datetime.date.fromisoformat(date)
+            except ValueError:
+                date = None
+        if not isinstance(date, datetime.date):
+            raise _fail(f"{at}.date", f"must be a date YYYY-MM-DD, got {entry['date']!r}")
+        for key, ask in (("change", "say what changed"), ("why", "say why it changed"),
+                         ("decided_after", "name the run (and what it showed) seen before the change was "
+                                           "decided, or 'no run'")):
+            if not isinstance(entry[key], str) or not entry[key].strip():
+                raise _fail(f"{at}.{key}", f"{ask} (text), got {entry[key]!r}")
+        named = entry.get("claims", [])
+        if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
+            raise _fail(f"{at}.claims", f"expected a list of claim ids, got {named!r}")
+        strangers = [c for c in named if c not in ids]
+        if strangers:
+            raise _fail(f"{at}.claims", f"{strangers} are no claims of this file; name a removed claim in "
+                        "change: instead")
+        amendments.append(Amendment(date.isoformat(), entry["change"].strip(), entry["why"].strip(),
+                                    entry["decided_after"].strip(), tuple(named)))
+    return amendments
+
+
 def load_claims(path: Path) -> ClaimsSpec:
     """Parse and check config/claims.yaml (its header documents the format); roles come later."""
     try:
@@ -144,9 +208,9 @@ def load_claims(path: Path) -> ClaimsSpec:
         raise FileNotFoundError(f"{path}: claims file not found; set tables.claims.file in the workflow config") from None
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise _fail(str(path), "expected a top-level 'claims:' list")
-    unknown = set(data) - {"alpha", "margins", "claims"}
+    unknown = set(data) - set(TOP_KEYS)
     if unknown:
-        raise _fail(str(path), f"unknown top-level keys {sorted(unknown)}; allowed: alpha, margins, claims")
+        raise _fail(str(path), f"unknown top-level keys {sorted(unknown)}; allowed: {', '.join(TOP_KEYS)}")
     alpha = data.get("alpha", 0.05)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise _fail(f"{path}: alpha", f"must be a number in (0, 1), got {alpha!r}")
@@ -167,9 +231,14 @@ def load_claims(path: Path) -> ClaimsSpec:
         if not isinstance(c["metrics"], dict) or not c["metrics"]:
             raise _fail(f"{path}: claim {c['id']}", "metrics: expected a map of role -> {expect, published}")
         metrics = tuple(_parse_metric(c["id"], role, e, str(path)) for role, e in c["metrics"].items())
-        if c["primary"] not in c["metrics"]:
+        primary = None if c["primary"] == NO_PRIMARY else str(c["primary"])
+        if c["primary"] != NO_PRIMARY and c["primary"] not in c["metrics"]:
             raise _fail(f"{path}: claim {c['id']}", f"primary: {c['primary']!r} is not one of its metrics "
-                        f"{sorted(c['metrics'])}; name the role of its confirmatory row")
+                        f"{sorted(c['metrics'])}; name the role of its confirmatory row, or '{NO_PRIMARY}' "
+                        "for a claim whose rows are all exploratory")
+        if primary is None and not str(c.get("note", "")).strip():
+            raise _fail(f"{path}: claim {c['id']}", f"primary: {NO_PRIMARY} (every row exploratory): say in "
+                        "note: why the claim has no confirmatory row")
         no_margin = [m.role for m in metrics if m.role not in margins]
         if no_margin:
             raise _fail(f"{path}: claim {c['id']}", f"roles {no_margin} have no margin; add them under margins:")
@@ -177,8 +246,9 @@ def load_claims(path: Path) -> ClaimsSpec:
         if not isinstance(sizes, list) or not all(isinstance(s, str) for s in sizes):
             raise _fail(f"{path}: claim {c['id']}", f"sizes: expected a list of size names, got {sizes!r}")
         claims.append(Claim(str(c["id"]), str(c["source"]), str(c.get("claim", "")), str(c["a"]), str(c["b"]),
-                            metrics, str(c["primary"]), str(c.get("note", "")), tuple(sizes)))
-    return ClaimsSpec(claims, {}, margins, float(alpha))
+                            metrics, primary, str(c.get("note", "")), tuple(sizes)))
+    amendments = _parse_amendments(data.get("amendments"), seen, f"{path}: amendments")
+    return ClaimsSpec(claims, {}, margins, float(alpha), amendments)
 
 
 def expected_sign(cm: ClaimMetric, spec: MetricSpec, claim_id: str) -> int:
