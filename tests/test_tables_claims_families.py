@@ -217,3 +217,15 @@ def test_released_models_are_rows_of_the_main_table_and_in_no_claim(table, tmp_p
     assert "## Released models (released, not trained here)" in main
     assert "| hycoclip-S | meru:vit_s | 41.7 |" in main
     assert not table.filter(pl.col("variant_a").str.contains("pretrained") | pl.col("variant_b").str.contains("pretrained")).height
+
+
+def test_a_row_with_a_far_seed_keeps_its_p_in_holm_but_is_not_decided():
+    from argent.tables.claims import decide
+    from argent.tables.claims_spec import ClaimsSpec
+
+    def row(far):
+        return {"family": "primary", "p": 1e-6, "p_adjusted": None, "verdict": "", "test": "difference",
+                "diff_mean": 5.0, "expected_sign": 1, "far_seed": far, "margin": 1.0, "note": ""}
+    rows = decide([row(None), row(0)], ClaimsSpec([], {}, {}, 0.05))
+    assert [r["p_adjusted"] for r in rows] == pytest.approx([2e-6, 2e-6])     # both in the family (m = 2)
+    assert [r["verdict"] for r in rows] == ["reproduced", "inconclusive"]
