@@ -20,6 +20,59 @@ def test_the_shipped_configs_parse() -> None:
     section = load_clean_section(ROOT / "config" / "config.yaml")
     assert section.keep == 522 and section.scorer == "text" and set(section.datasets) == {"hierarcaps", "hiershapes", "hiershapes_val"}
     assert load_clean_section(None) == CleanSection()
+    # no data set of the shipped default carries its own keep yet: each cleans with the section's
+    assert all(section.for_dataset(n).keep == 522 for n in section.datasets)
+
+
+def test_a_data_set_may_carry_its_own_keep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    section = load_clean_section(None, ["clean.keep=3", "clean.datasets={a: {csv: d/a.csv, images: i, keep: 7}, "
+                                        "b: {csv: d/b.csv, images: i}, c: {csv: d/c.csv, images: i, keep: all}}"])
+    assert [section.for_dataset(n).keep for n in "abc"] == [7, 3, "all"]
+    assert section.for_dataset("b") is section and section.keep == 3  # the section itself is not changed
+    monkeypatch.chdir(tmp_path)
+    assert section.dataset_of("d/a.csv") == "a" and section.dataset_of(tmp_path / "d" / "./c.csv") == "c"
+    assert section.dataset_of("d/other.csv") is None
+    with pytest.raises(ConfigError, match=r"no data set 'x'; known: \['a', 'b', 'c'\]"):
+        section.for_dataset("x")
+    with pytest.raises(ConfigError, match=r"clean\.datasets\.a\.keep: must be >= 0, 'all' or null"):
+        load_clean_section(None, ["clean.datasets={a: {csv: a.csv, images: i, keep: -2}}"])
+    with pytest.raises(ConfigError, match=r"clean\.datasets\.a\.keep"):
+        load_clean_section(None, ["clean.datasets={a: {csv: a.csv, images: i, keep: most}}"])
+    same = load_clean_section(None, ["clean.datasets={a: {csv: x.csv, images: i, keep: 7}, b: {csv: x.csv, images: j}}"])
+    with pytest.raises(ConfigError, match="name one with --dataset"):
+        same.dataset_of("x.csv")
+    # the schema Snakemake validates with lets the key through (the type checks its value)
+    entry = SCHEMA["properties"]["clean"]["properties"]["datasets"]["additionalProperties"]
+    assert "keep" in entry["properties"]
+
+
+def test_the_verb_cleans_with_the_data_sets_own_keep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    """`argent clean` finds its data set by --csv (the workflow rule passes that entry's csv), or by
+    --dataset; a CSV of no entry is cleaned with the section's options."""
+    import argent.cleaning.cli as cli
+
+    seen = []
+
+    def fake_run(job):
+        seen.append(job.config.keep)
+        return {"counts": {"kept": 0, "samples": 0, "rows": 0, "reasons": {}}, "thresholds": {"alignment_of_last_kept": None},
+                "pool": {k: 0 for k in ("size", "pool_degree_min", "pool_degree_max", "all_degree_min", "all_degree_max")}}
+
+    monkeypatch.setattr(cli, "run", fake_run)
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text("clean:\n  keep: 522\n  datasets:\n    real: {csv: ../real/test.csv, images: r}\n"
+                      "    embedded: {csv: data/hs/test.csv, images: i, keep: all}\n")
+    out = ["--out-dir", str(tmp_path / "out"), "--config", str(config)]
+    assert main(["--csv", "data/hs/test.csv", *out]) == 0
+    assert main(["--csv", str(tmp_path / "data" / "hs" / "test.csv"), *out]) == 0  # the same file, spelled otherwise
+    assert main(["--csv", "../real/test.csv", *out]) == 0
+    assert main(["--csv", "elsewhere.csv", *out]) == 0
+    assert main(["--csv", "elsewhere.csv", "--dataset", "embedded", *out]) == 0
+    assert seen == ["all", "all", 522, 522, "all"]
+    assert main(["--csv", "elsewhere.csv", "--dataset", "nope", *out]) == 2
+    assert "no data set 'nope'" in capsys.readouterr().err
 
 
 def test_a_mistyped_key_names_its_full_path_and_the_allowed_keys(tmp_path: Path) -> None:
@@ -30,7 +83,7 @@ def test_a_mistyped_key_names_its_full_path_and_the_allowed_keys(tmp_path: Path)
     message = str(err.value)
     assert str(config) in message and "clean" in message and "pool_sise" in message
     assert all(f.name in message for f in dataclasses.fields(CleanSection))
-    with pytest.raises(ConfigError, match=r"clean\.datasets\.x: unknown key\(s\) \['image'\]; allowed: \['csv', 'images'\]"):
+    with pytest.raises(ConfigError, match=r"clean\.datasets\.x: unknown key\(s\) \['image'\]; allowed: \['csv', 'images', 'keep'\]"):
         load_clean_section(None, ["clean.datasets.x={csv: a.csv, image: b}"])
 
 

@@ -217,6 +217,41 @@ def test_hierarcaps_round_trip(hs):
     assert [s.levels for s in read] == [tuple(r["captions"].split(" => ")) for r in rows]
 
 
+def test_val_per_class_sizes_the_validation_folder_alone(tmp_path, capsys):
+    """classification_val/ has its own size (the study's zero-shot term), so the test folder can grow
+    without it: pinned, it is the folder a smaller per_class made, byte for byte."""
+    base = dict(train_scenes=0, val_scenes=0, test_scenes=0, pep_val_scenes=0)
+    grown = generate(HiershapesParams(seed=3, per_class=3, val_per_class=1, **base), tmp_path / "grown", jobs=1)
+    small = generate(HiershapesParams(seed=3, per_class=1, **base), tmp_path / "small", jobs=1)
+    n = len(wordnet_subtree.DEFAULT_CLASSES)
+    assert (grown["counts"]["classification"], grown["counts"]["classification_val"]) == (3 * n, n)
+    assert (small["counts"]["classification"], small["counts"]["classification_val"]) == (n, n)  # None: per_class
+    files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}  # noqa: E731
+    assert files(tmp_path / "grown" / "classification_val") == files(tmp_path / "small" / "classification_val")
+    assert (tmp_path / "grown" / "scenes" / "classification_val.jsonl").read_bytes() == \
+        (tmp_path / "small" / "scenes" / "classification_val.jsonl").read_bytes()
+    none = generate(HiershapesParams(seed=3, per_class=1, val_per_class=0, **base), tmp_path / "none", jobs=1)
+    assert none["counts"]["classification_val"] == 0 and not (tmp_path / "none" / "classification_val").exists()
+    with pytest.raises(ValueError, match="val_per_class: must be >= 0"):
+        HiershapesParams(val_per_class=-1).check()
+    argv = ["--out", str(tmp_path / "cli"), "--per-class", "2", "--val-per-class", "1", "--jobs", "1",
+            "--train-scenes", "0", "--val-scenes", "0", "--test-scenes", "0"]
+    assert cli.main(argv) == 0
+    assert json.loads((tmp_path / "cli" / "manifest.json").read_text())["counts"]["classification_val"] == n
+
+
+def test_a_larger_test_pool_starts_with_the_smaller_one(hs, tmp_path):
+    """Scene i of the pool depends only on the scenes before it: 10× test_scenes keeps the first
+    design's scenes as its first rows (the default's hs_analysis reads those, limit: 500)."""
+    out, _ = hs
+    generate(HiershapesParams(seed=3, **dict(SMALL, test_scenes=20)), tmp_path / "hs20", jobs=1)
+    big = (out / "hierarcaps" / "hierarcaps_test.csv").read_text().splitlines()
+    small = (tmp_path / "hs20" / "hierarcaps" / "hierarcaps_test.csv").read_text().splitlines()
+    assert len(big) == 31 and small == big[:21]
+    for path in (tmp_path / "hs20" / "retrieval" / "images").iterdir():
+        assert path.read_bytes() == (out / "retrieval" / "images" / path.name).read_bytes()
+
+
 def test_pep_val_split_has_the_test_layout_and_no_test_caption(hs):
     out, manifest = hs
     assert manifest["counts"]["pep_val"] == 10

@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a clean: key, e.g. --set clean.keep=all --set clean.scorer=text (repeatable)")
     p.add_argument("--csv", required=True, type=Path, help="hierarcaps_test.csv (id, captions, image_url)")
+    p.add_argument("--dataset", default=None,
+                   help="the clean.datasets entry being cleaned: its own keep (if set) replaces clean.keep; "
+                        "default: the entry whose csv is --csv, if any")
     p.add_argument("--images", type=Path, default=None,
                    help="folder of COCO_val2014_<id>.jpg; rows whose image is missing are bad rows "
                         "(omit only for text-only scoring: images are then not checked)")
@@ -49,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         section = load_clean_section(args.config, args.overrides)
+        dataset = args.dataset or section.dataset_of(args.csv)
+        if dataset is not None:
+            section = section.for_dataset(dataset)  # a data set's own keep (e.g. the embedded split's)
         job = CleanJob(csv=args.csv, out_dir=args.out_dir, images=args.images, expanded=args.expanded, config=section)
         summary = run(job)
     except (ConfigError, BadDataError, ScorerUnavailable) as err:

@@ -7,6 +7,7 @@ keys; a wrongly typed value names its path, the value and the expected type. doc
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,10 +18,17 @@ from argent.workflow_config import load_config
 
 @dataclass
 class CleanDataset:
-    """One HierarCaps-format data set the workflow cleans: its CSV and its image folder."""
+    """One HierarCaps-format data set the workflow cleans: its CSV, its image folder and, where it
+    differs from the section's, its own ``keep`` (ARGENT's 522 is the real HierarCaps' cleaned size;
+    a split of another size names its own)."""
 
     csv: str
     images: str
+    keep: int | Literal["all"] | None = None  # None: the section's keep
+
+    def __post_init__(self) -> None:
+        if isinstance(self.keep, int) and self.keep < 0:
+            raise ConfigError(f"keep: must be >= 0, 'all' or null (the section's keep), got {self.keep}")
 
 
 @dataclass
@@ -60,6 +68,24 @@ class CleanSection:
     def keep_count(self) -> int | None:
         """``keep`` as the selection rule takes it: None = every sample passing the thresholds."""
         return None if self.keep == "all" else self.keep
+
+    def for_dataset(self, name: str) -> CleanSection:
+        """The options that clean data set ``name``: this section's, with the data set's own keep."""
+        if name not in self.datasets:
+            raise ConfigError(f"clean.datasets: no data set {name!r}; known: {sorted(self.datasets)}")
+        own = self.datasets[name].keep
+        return self if own is None else dataclasses.replace(self, keep=own)
+
+    def dataset_of(self, csv: str | Path) -> str | None:
+        """The name of the data set whose ``csv`` is this file (paths compared once resolved against
+        the working directory, as the workflow passes them), or None. Several entries on one file
+        must agree on their options, else the caller has to name one (``argent clean --dataset``)."""
+        target = Path(csv).resolve()
+        names = [n for n, d in self.datasets.items() if Path(d.csv).resolve() == target]
+        if len({self.for_dataset(n).keep for n in names}) > 1:
+            raise ConfigError(f"clean.datasets: {names} all read {csv} with different keep values; "
+                              "name one with --dataset")
+        return names[0] if names else None
 
 
 def clean_section(raw: dict[str, Any], base_dir: Path | None = None) -> CleanSection:

@@ -27,6 +27,7 @@ _FLAGS = {  # flag -> field, type
     "--val-scenes": ("val_scenes", int),
     "--test-scenes": ("test_scenes", int),
     "--per-class": ("per_class", int),
+    "--val-per-class": ("val_per_class", int),
     "--shard-size": ("shard_size", int),
     "--image-size": ("image_size", int),
     "--min-objects": ("min_objects", int),

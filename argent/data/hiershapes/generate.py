@@ -4,7 +4,8 @@ Layout under ``out`` (see the contract):
 - ``train/shard-%06d.tar``, ``val/shard-%06d.tar``: grounded webdataset shards (``<key>.jpg`` +
   ``<key>.json`` with caption, width, height, noun_chunks, ref_exps, and the scene graph);
 - ``classification/<wnid>/<n>.jpg`` + ``class_names.tsv`` + ``taxonomy.txt`` (``parent child`` wnids):
-  one-object scenes, ``per_class`` per class;
+  one-object scenes, ``per_class`` per class; ``classification_val/``, its validation twin for
+  tuning, ``val_per_class`` per class (null: ``per_class``);
 - a test pool of scenes with pairwise-distinct captions, written three ways:
   ``retrieval/images/*.jpg`` + ``retrieval/dataset_hiershapes.json`` (Karpathy layout, split "test"),
   ``hierarcaps/hierarcaps_test.csv`` + ``hierarcaps/images/COCO_val2014_<12-digit id>.jpg``,
@@ -79,6 +80,9 @@ class HiershapesParams:
     test_scenes: int = 1_000
     pep_val_scenes: int = 0  # hierarcaps_val/: a PEP validation split, scenes disjoint from the test pool
     per_class: int = 20
+    # classification_val/ (zero-shot validation for tuning) images per class; None = per_class. Its
+    # own key lets the test folder grow without growing the validation split the study scores.
+    val_per_class: int | None = None
     shard_size: int = 500
     image_size: int = 64
     min_objects: int = 1
@@ -107,6 +111,11 @@ class HiershapesParams:
     taxonomy: str = ""  # "" = the shipped argent/resources/hiershapes_taxonomy.tsv
 
     @property
+    def classification_val_per_class(self) -> int:
+        """Images per class of ``classification_val/`` (``val_per_class``, else ``per_class``)."""
+        return self.per_class if self.val_per_class is None else self.val_per_class
+
+    @property
     def min_box_area(self) -> int:
         """HyCoCLIP's 32·32 px at 224 px, scaled to this canvas; every object box is larger."""
         return round(1024 * (self.image_size / 224) ** 2)
@@ -121,8 +130,8 @@ class HiershapesParams:
         )
 
     def check(self) -> None:
-        for name in ("train_scenes", "val_scenes", "test_scenes", "pep_val_scenes", "per_class"):
-            if getattr(self, name) < 0:
+        for name in ("train_scenes", "val_scenes", "test_scenes", "pep_val_scenes", "per_class", "val_per_class"):
+            if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be >= 0")
         if self.shard_size < 1 or self.image_size < 16 or self.supersample < 1:
             raise ValueError("shard_size >= 1, image_size >= 16 and supersample >= 1 are required")
@@ -218,10 +227,11 @@ def _classification(params: HiershapesParams, root: str, split: str = "classific
     out = Path(root) / split
     out.mkdir(parents=True, exist_ok=True)
     classes = sorted(ctx.vocab.classes, key=lambda c: c.wnid)
+    per_class = params.per_class if split == "classification" else params.classification_val_per_class
     lines = []
     index = 0
     for cls in classes:
-        for n in range(params.per_class):
+        for n in range(per_class):
             rng = scene_rng(params.seed, split, index)
             scene = sample_scene(rng, ctx.vocab, ctx.palette, ctx.scene, n_objects=1, first_class=cls.synset)
             _write_bytes(out / cls.wnid / f"{n:06d}.jpg", _jpeg(ctx, scene))
@@ -343,6 +353,7 @@ def _tasks(params: HiershapesParams, root: str) -> list[tuple[Any, tuple[Any, ..
         head.append((_pep_val_split, (params, root)))
     if params.per_class:
         head.append((_classification, (params, root)))
+    if params.classification_val_per_class:
         head.append((_classification, (params, root, "classification_val")))
     return head + tasks
 
