@@ -28,6 +28,7 @@ from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
 from argent.runs import require_device
+from argent.tables.claims_spec import check_claims
 from argent.workflow_config import load_config
 
 SAMPLE_RECORDS = 4
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     # merged over config/config.yaml as Snakemake's --configfile does (the workflow's own merged file is a fixpoint)
     workflow = load_config(args.config, base_dir=args.base_dir, merge_default=not args.no_default)
     workflow.check_all()  # every typed section (clean, negatives, probe, tune, benchmarks, pretrained)
+    check_claims(workflow.raw, args.base_dir)  # the claims file and its role map, as the tables job reads them
     findings = preflight(workflow.raw, args.base_dir, args.min_free_gb)
     for f in findings:
         if f.status == "missing-optional":

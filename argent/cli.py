@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"argent {verb}: {message}", file=sys.stderr)
         print(f"argent {verb}: (add --debug for the traceback)", file=sys.stderr)
-        return EXPECTED_EXIT
+        return int(getattr(err, "exit_code", EXPECTED_EXIT))  # e.g. a preempted run's own status
 
 
 def explain(err: BaseException) -> str | None:

@@ -168,6 +168,9 @@ class DataConfig:
     augment: bool = True
     negatives: str = ""  # parquet of mined hard negatives (``argent mine``), if any
     image_cache: str = ""  # decoded-image cache folder (argent/data/image_cache.py); "" = decode every time
+    # JPEG DCT-domain downscaling on decode when every region the sample uses stays >= the output size
+    # (argent/data/image_cache.py: draft_factor). Changes pixels, so it is part of the run identity.
+    decode_draft: bool = False
     dataset_hash: str = ""
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 

@@ -101,6 +101,20 @@ def read_json(path: str | Path) -> Any:
                         f"delete it and re-run the job that writes it") from None
 
 
+def read_json_object(path: str | Path, what: str = "a JSON object") -> dict[str, Any]:
+    """``read_json`` of a file that must hold an object (a run summary, an evaluation result): a list,
+    a number or a string at the top is a ``ReadError`` naming the file and what it holds."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ReadError(f"{path}: expected {what}, got a JSON {_json_kind(data)}; delete it and re-run the "
+                        f"job that writes it")
+    return data
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
 def flatten(d: dict[str, Any], sep: str = ".", prefix: str = "") -> dict[str, Any]:
     """{"a": {"b": 1}} -> {"a.b": 1} (``sep`` between the levels)."""
     out: dict[str, Any] = {}

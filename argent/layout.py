@@ -15,7 +15,9 @@ A workflow's results folder (``results:`` of the config) holds::
 - ``checkpoint.pt``: model, optimiser, scheduler, step, RNG states and the config hash (atomic);
 - ``provenance.json``: what the run ran on, outside its identity;
 - ``summary.json``: written last; its presence means the run finished;
-- ``.staging/``: a fresh run until its first checkpoint exists (docs/reliability.md).
+- ``.staging/``: a re-run of a folder that holds a run, until it has finished (docs/reliability.md);
+- ``.writer.lock``: the one writer's lock (argent.runs.hold_writer): its pid, host and start time while held;
+- ``.replacing/`` then ``.replaced/``: the earlier run's files while a finished staged run is promoted.
 
 Paths only: no torch, so that the Snakefile, which imports this on every job, parses in a moment.
 """
@@ -39,6 +41,9 @@ SUMMARY = "summary.json"
 PROVENANCE = "provenance.json"
 CURVES = "curves.png"
 STAGING = ".staging"
+WRITER_LOCK = ".writer.lock"  # held (flock) by the one process writing the folder (argent.runs.hold_writer)
+REPLACING = ".replacing"  # the earlier run's files, being moved aside by a promotion
+REPLACED = ".replaced"  # the earlier run's files, all aside: the staged run's files move in next
 MLFLOW_RECORD = "mlflow_run.json"  # which MLflow run mirrors the folder (argent/tracking/)
 STUDY_BEST = "best.yaml"  # tune/<study>/: the best trial's variant fields (trains as argent-tuned)
 STUDY_TRIALS = "trials.csv"  # tune/<study>/: every trial
@@ -80,6 +85,18 @@ class RunFolder:
     @property
     def staging(self) -> RunFolder:
         return RunFolder(self.root / STAGING)
+
+    @property
+    def writer_lock(self) -> Path:
+        return self.root / WRITER_LOCK
+
+    @property
+    def replacing(self) -> RunFolder:
+        return RunFolder(self.root / REPLACING)
+
+    @property
+    def replaced(self) -> RunFolder:
+        return RunFolder(self.root / REPLACED)
 
     def stored_config(self) -> dict[str, Any]:
         """``config.yaml`` as stored (no defaults filled in); {} when absent or unreadable. The typed

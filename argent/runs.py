@@ -10,21 +10,28 @@ A run folder ``<results>/runs/<group>/<variant>-<size>/seed<k>/`` holds:
   outside its identity: numbers reproduce bit for bit only on the same hardware class;
 - ``summary.json``: written last; its presence means the run finished.
 
-A fresh run is staged in ``.staging/`` inside the folder until its first checkpoint exists, so a
-re-run that fails early never leaves a finished run's files beside a new config (see
-docs/reliability.md). Every loader checks the checkpoint's config hash against ``config.yaml``; a
-checkpoint stamped before the current run identity is named with its fix (``argent restamp``).
+A fresh run into a folder that holds a run is staged in ``.staging/`` until it has finished, so a
+re-run that fails never leaves a finished run's files beside a new config; ``promote`` then moves
+the old files aside, the new ones in, and deletes the old last (see docs/reliability.md). One
+process writes a folder at a time (``hold_writer``: the trainer's rank 0, ``argent restamp``). Every
+loader checks the checkpoint's config hash against ``config.yaml``; a checkpoint stamped before the
+current run identity is named with its fix (``argent restamp``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import logging
 import os
 import pickle
 import shutil
+import socket
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +58,67 @@ class ResumeMismatch(CheckpointError):
 
 class RunNotFound(CheckpointError, FileNotFoundError):
     """The folder holds no run (no config.yaml) or no checkpoint yet."""
+
+
+class RunFolderBusy(ArgentError):
+    """Another process holds the run folder's writer lock."""
+
+
+# ---- one writer per run folder ---------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def hold_writer(run: RunFolder, what: str) -> Iterator[None]:
+    """Hold the run folder's one-writer lock for the body (``flock`` on ``<run>/.writer.lock``,
+    which holds the holder's pid, host, start time and verb while it is held). A second writer stops
+    at once with ``RunFolderBusy`` naming the holder and the folder. The lock goes with the process:
+    released on every exit of the body, and by the kernel when the holder dies (a lock file left by
+    a dead process blocks nothing; its text is then stale and ignored)."""
+    run.root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run.writer_lock, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise ArgentError(f"{run.writer_lock}: cannot lock the run folder ({err.strerror}); a file "
+                                  f"system without flock? Train into a folder on a local or lock-capable one") from None
+            raise RunFolderBusy(f"{run.root}: another process is writing this run folder ({_holder(fd)}; lock "
+                                f"{run.writer_lock}); stopped before touching it, so the two cannot mix their files. "
+                                f"Let it finish (or stop it), then run again") from None
+        record = (f"pid {os.getpid()}\nhost {socket.gethostname()}\n"
+                  f"since {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\nwhat {what}\n")
+        _rewrite(fd, record)
+        try:
+            yield
+        finally:
+            _rewrite(fd, "")  # released: the file names no holder
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _rewrite(fd: int, text: str) -> None:
+    """The lock file's text (informative only: the flock is the lock); a full disk does not stop the
+    holder here, its own writes will say so."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode(), 0)
+    except OSError as err:
+        log.warning("cannot record the writer in its lock file (%s); the lock is held all the same", err.strerror)
+
+
+def _holder(fd: int) -> str:
+    """The lock holder as its lock file says: ``argent train, pid 123 on host, since <time>``."""
+    try:
+        fields = dict(line.split(" ", 1) for line in os.pread(fd, 4096, 0).decode(errors="replace").splitlines()
+                      if " " in line)
+    except OSError:
+        fields = {}
+    if "pid" not in fields:
+        return "a process that is just starting (its lock record is not written yet)"
+    return (f"{fields.get('what', 'a writer')}, pid {fields['pid']} on {fields.get('host', '?')}, "
+            f"since {fields.get('since', '?')}")
 
 
 # ---- reading ---------------------------------------------------------------------------------
@@ -193,6 +261,14 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[D
     cfg = read_run_config(folder.root)
     state = read_checkpoint(folder.checkpoint, device)
     check_hash(folder.checkpoint, state, cfg.result_hash(), folder.config)
+    # NaN/inf weights (a scalar such as log_curv = inf too) would be evaluated as chance, or fail the
+    # result's JSON write after the whole benchmark: refused here, naming the entry.
+    bad = next((k for k, v in state["model"].items() if torch.is_tensor(v) and v.is_floating_point()
+                and not bool(torch.isfinite(v).all())), None)
+    if bad is not None:
+        raise CheckpointError(f"{folder.checkpoint}: model entry {bad!r} holds NaN or infinite values; these "
+                              f"weights cannot be evaluated. Retrain the run (delete {folder.root}), or resume it "
+                              f"from an earlier checkpoint")
     model = build_model(cfg.model, cfg.variant.geometry)
     model.load_state_dict(state["model"])
     step = f"step {int(state.get('step', 0))} of {cfg.train.steps}"
@@ -204,14 +280,16 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[D
 
 
 def clean_stale(run: RunFolder) -> None:
-    """Temp files of a writer killed mid-write, and a staged run that stopped before its first
-    checkpoint (nothing to resume from). A staged run with a checkpoint is kept: ``resume_state``
-    continues it, or discards it when the config changed."""
+    """A promotion cut short (finished first, ``finish_promotion``), temp files of a writer killed
+    mid-write, and a staged run that stopped before its first checkpoint (nothing to resume from). A
+    staged run with a checkpoint is kept: ``resume_state`` continues it, or discards it when the
+    config changed (never a finished one: it is promoted here)."""
+    finish_promotion(run)
     for folder in (run, run.staging):
         for path in folder.stale_temp_files():
             log.warning("%s: removing a temp file left by a killed write", path)
             path.unlink(missing_ok=True)
-    if run.staging.root.exists() and not run.staging.checkpoint.exists():
+    if run.staging.root.exists() and not run.staging.checkpoint.exists() and not run.staging.summary.exists():
         log.warning("%s: removing the staging folder of an earlier run that stopped before its first "
                     "checkpoint", run.staging.root)
         shutil.rmtree(run.staging.root)
@@ -309,6 +387,9 @@ def _staged_state(run: RunFolder, config_hash: str, device: torch.device) -> dic
         shutil.rmtree(staged.root)
         return None
     if state.get("config_hash") != config_hash:
+        if finished(staged):  # never discarded (clean_stale promotes it; here another rank's view)
+            log.warning("%s: a finished staged run of another config; kept (the next start promotes it)", staged.root)
+            return None
         log.info("%s: a staged re-run of another config; discarding it", staged.root)
         shutil.rmtree(staged.root)
         return None
@@ -317,14 +398,85 @@ def _staged_state(run: RunFolder, config_hash: str, device: torch.device) -> dic
     return state
 
 
+# The run's files, in the order a promotion moves the staged ones in: summary.json last (it marks a
+# finished run), so a folder without it is unfinished, whatever instant a kill hits.
+PROMOTED = ("config", "metrics", "provenance", "curves", "checkpoint", "summary")
+
+
+def finished(run: RunFolder) -> bool:
+    """Whether the folder's summary.json says a run finished there (a summary with a config hash)."""
+    try:
+        return bool(read_json(run.summary).get("config_hash")) if run.summary.is_file() else False
+    except (ArgentError, AttributeError):  # torn, or not a mapping
+        return False
+
+
 def promote(staging: RunFolder, run: RunFolder) -> None:
-    """Move a staged re-run into its folder once it has *finished* (its summary written). The old
-    run's files go first (summary first: it marks a finished run), the new summary comes last, so an
-    interruption leaves an unfinished run that resumes (or a staged one), never a mix of two runs."""
-    for old in (run.summary, run.provenance, run.curves, run.checkpoint, run.metrics):
-        old.unlink(missing_ok=True)
-    for name in ("config", "metrics", "provenance", "curves", "checkpoint", "summary"):
+    """Move a staged re-run into its folder once it has *finished* (its summary written), so that a
+    kill at any instant leaves the old run whole or the new one whole, and the next start
+    (``finish_promotion``) tells which and finishes the job:
+
+    1. the old run's files move to ``.replacing/`` (summary first), which is then renamed
+       ``.replaced/``: from here on the old run is whole aside and the staged run is the one to keep;
+    2. the staged files move in, summary last (the staged folder keeps the rest until then);
+    3. ``.staging/`` and then ``.replaced/`` (the old run) are deleted.
+
+    Idempotent: called again after a kill at any point, it completes the same promotion."""
+    if not run.replaced.root.exists():
+        run.replacing.root.mkdir(exist_ok=True)  # may hold files already moved by a promotion cut short
+        for name in ("summary", *PROMOTED[:-1]):
+            old = getattr(run, name)
+            if old.exists():
+                os.replace(old, getattr(run.replacing, name))
+        _fsync_dir(run.replacing.root)
+        os.replace(run.replacing.root, run.replaced.root)  # atomic: the old run is aside, whole
+        _fsync_dir(run.root)
+    for name in PROMOTED:
         src = getattr(staging, name)
         if src.exists():
             os.replace(src, getattr(run, name))
+    _fsync_dir(run.root)
     shutil.rmtree(staging.root, ignore_errors=True)
+    shutil.rmtree(run.replaced.root, ignore_errors=True)
+
+
+def finish_promotion(run: RunFolder) -> bool:
+    """Finish a promotion a kill cut short, or start one a kill prevented (a staged run that finished,
+    its summary written, not yet moved in). A finished staged run is never discarded: whatever config
+    the next start trains, it is promoted first (that start then treats it as the folder's run).
+    Returns whether it promoted."""
+    pending = run.replacing.root.exists() or run.replaced.root.exists()
+    staged_done = finished(run.staging)
+    if not (pending or staged_done):
+        return False
+    if run.replacing.root.exists() and not staged_done:
+        # Old files moved aside with no finished staged run to move in (promote never does this): put them back.
+        log.warning("%s: earlier run's files found half moved aside in %s with nothing to replace them; "
+                    "putting them back", run.root, run.replacing.root)
+        for name in PROMOTED:
+            if getattr(run.replacing, name).exists() and not getattr(run, name).exists():
+                os.replace(getattr(run.replacing, name), getattr(run, name))
+        shutil.rmtree(run.replacing.root, ignore_errors=True)
+        return False
+    if staged_done:
+        log.warning("%s: the staged run in %s finished but was not (wholly) moved in; promoting it now: it "
+                    "replaces the folder's earlier run", run.root, run.staging.root)
+    else:
+        log.warning("%s: finishing a promotion that was cut short after the new run moved in (removing the "
+                    "earlier run's files in %s)", run.root, run.replaced.root)
+    promote(run.staging, run)
+    return True
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the renames in a folder durable (a crash of the machine, not only of the process)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

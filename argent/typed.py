@@ -163,6 +163,24 @@ def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
         raise ConfigError(f"{path}.{err}" if path else str(err)) from None
 
 
+def check_partial(cls: type, data: Any, path: str) -> None:
+    """Check ``data``, a partial mapping of dataclass ``cls`` (an override merged over a base later):
+    every key a field of ``cls`` and every value of its field's type, named by its full key path.
+    Range checks that need the whole object are left to ``from_dict`` on the merged mapping."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {names}")
+    for key, value in data.items():
+        if dataclasses.is_dataclass(hints[key]) and isinstance(value, dict):
+            check_partial(hints[key], value, f"{path}.{key}")
+        else:
+            _convert(value, hints[key], f"{path}.{key}")
+
+
 def named(spec: str) -> Any:
     """The object a ``"module:attribute"`` string names, imported now. Registries name their functions
     and types this way, so that reading a registry (the workflow's parse) imports nothing heavy."""

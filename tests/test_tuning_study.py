@@ -341,7 +341,7 @@ def test_defaults_search_the_three_argent_weights():
 
 def test_objective_benchmarks_must_be_validation_splits(tmp_path):
     tune = parse_tune({**BASE, "objective": [{"benchmark": "zs", "metric": "top1"},
-                                             {"benchmark": "ret", "metric": "i2t_r5"}]})
+                                             {"benchmark": "ret", "metric": "i2t_R@5"}]})
     zs = {"protocol": "zeroshot", "root": str(tmp_path / "classification")}
     ret = {"protocol": "retrieval", "annotations": "a.json", "image_dir": "img"}
     with pytest.raises(ConfigError, match=r"benchmarks\.zs is not a validation benchmark \(split: None\)"):

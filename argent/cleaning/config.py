@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from argent.config import ConfigError, from_dict, section_of
+from argent.limits import check_device
 from argent.workflow_config import load_config
 
 
@@ -63,6 +64,7 @@ class CleanSection:
             raise ConfigError(f"table1_ks: neighbour counts must be >= 0, got {self.table1_ks}")
         if not self.scorer:
             raise ConfigError("scorer: give a scorer spec (e.g. text)")
+        check_device("device", self.device)  # as train.device: a name torch knows, at argent check / DAG build
 
     @property
     def keep_count(self) -> int | None:
@@ -93,7 +95,9 @@ def clean_section(raw: dict[str, Any], base_dir: Path | None = None) -> CleanSec
     return from_dict(CleanSection, section_of(raw, "clean"), "clean")
 
 
-def load_clean_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> CleanSection:
-    """The ``clean:`` section of the workflow config file alone (none: defaults), after
+def load_clean_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = (),
+                       merge_default: bool = True) -> CleanSection:
+    """The ``clean:`` section of the workflow config file merged over config/config.yaml as Snakemake
+    merges it (``merge_default=False``: the file alone; none: defaults), after
     ``clean.<key>=<value>`` overrides (argent.workflow_config, the one door)."""
-    return load_config(config, overrides, merge_default=False, only="clean").clean
+    return load_config(config, overrides, merge_default=merge_default, only="clean").clean

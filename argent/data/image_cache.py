@@ -24,6 +24,16 @@ produced, and both paths go through the same tensor code after that (``record_pi
 without the per-call dispatch of a v2 ``Compose``: the same random draws (torchvision's public
 ``RandomResizedCrop.get_params``) and the same kernel on the same uint8 tensor, hence the same
 floats, at about half the cost.
+
+``data.decode_draft`` (off by default; it changes pixels, hence the run's identity): a JPEG is decoded
+at 1/2, 1/4 or 1/8 of its size in the DCT domain (``draft_pixels``) when ``draft_factor`` finds that
+every region the sample uses (the padded-square image; each box's square crop) keeps at least the
+output side S in decoded pixels, and with augmentation RandomResizedCrop's smallest window (area
+0.5, aspect 3/4: sqrt(0.375) of the side) does too: draft never makes a crop upsample where the full
+decode would not. Boxes are scaled by the applied factor (``scale_box``, outward). A record that needs
+the full size (a small box) is decoded exactly as without the switch, from the cache if it has it; a
+reduced decode skips the cache, whose pixels are full size, so batches are the same with and without
+the cache in both settings.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import shutil
 import sys
 from collections.abc import Sequence
@@ -44,7 +55,7 @@ from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as TF
 
 from argent.data.formats.grounded import IMAGE_KEYS, GroundedRecord
-from argent.data.images import WHITE, decode_image
+from argent.data.images import WHITE, decode_image, decode_image_draft
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards, iter_shard
 from argent.io import ArgentError, atomic_output, atomic_write_json, file_sha256, read_json
@@ -55,6 +66,7 @@ CACHE_VERSION = 1
 MARKER = "cache.json"
 RATIO = (3.0 / 4.0, 4.0 / 3.0)  # RandomResizedCrop's default aspect-ratio range (train_transform uses it)
 TRAIN_SCALE = (0.5, 1.0)  # train_transform's default area range
+DRAFT_FACTORS = (8, 4, 2)  # the JPEG decoder's DCT-domain reductions, largest first
 
 
 def image_digest(data: bytes) -> bytes:
@@ -96,12 +108,24 @@ def crop_pixels(image: torch.Tensor, box: tuple[int, int, int, int]) -> torch.Te
     return pad_square(crop)
 
 
-def augment(image: torch.Tensor, size: int, scale: tuple[float, float], seed: int) -> torch.Tensor:
+def augment(image: torch.Tensor, size: int, scale: tuple[float, float], seed: int,
+            frame: tuple[int, int] | None = None) -> torch.Tensor:
     """``train_transform(size, scale)`` of a 3×H×W uint8 tensor, its random draws seeded by ``seed``
-    (a forked CPU generator: the caller's RNG is untouched); uint8 out, ``to_float`` converts."""
+    (a forked CPU generator: the caller's RNG is untouched); uint8 out, ``to_float`` converts.
+
+    ``frame``: the full-size (height, width) of a region that ``image`` holds reduced (a draft decode):
+    the window is drawn on the full size, as without the reduction, and scaled to ``image``, so the
+    switch changes the decode's resolution, not the augmentation's draws."""
+    _, rows, cols = image.shape
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(seed)
-        top, left, height, width = v1.RandomResizedCrop.get_params(image, list(scale), list(RATIO))
+        # get_params reads only the shape: a zero-stride stand-in for the full-size frame
+        drawn_on = image if frame is None else torch.empty((), dtype=torch.uint8).expand(3, *frame)
+        top, left, height, width = v1.RandomResizedCrop.get_params(drawn_on, list(scale), list(RATIO))
+    if frame is not None:
+        sy, sx = rows / frame[0], cols / frame[1]
+        top, left = min(round(top * sy), rows - 1), min(round(left * sx), cols - 1)
+        height, width = max(1, min(round(height * sy), rows - top)), max(1, min(round(width * sx), cols - left))
     return TF.resized_crop(image, top, left, height, width, [size, size],
                            interpolation=v2.InterpolationMode.BICUBIC, antialias=True)
 
@@ -181,6 +205,49 @@ def record_pixels(record: GroundedRecord, cache: ImageCache | None) -> torch.Ten
     if pixels is None:
         pixels = np.array(decode_image(record.image_bytes, record.where))
     return to_chw(pixels)
+
+
+def draft_factor(width: int, height: int, boxes: Sequence[tuple[int, int, int, int]], size: int, *,
+                 augment: bool, square: bool = True) -> int:
+    """The largest JPEG reduction (8, 4, 2, else 1) that keeps every region the sample uses at least
+    ``size`` px per side after reduction: the image (padded to a square when ``square``, else its
+    shorter side) and each box's square crop, times sqrt(0.375) with augmentation (the smaller side of
+    RandomResizedCrop's smallest window: area 0.5, aspect 3/4). A region already under that in full
+    size (a small box) gives 1."""
+    shortest = math.sqrt(TRAIN_SCALE[0] * RATIO[0]) if augment else 1.0
+    sides = [max(width, height) if square else min(width, height)] + [max(x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes]
+    smallest = min(sides) * shortest
+    for factor in DRAFT_FACTORS:
+        # A region of side L is at least L / factor after reduction (ceil sizes, outward boxes).
+        if smallest / factor >= size and min(width, height) >= factor:
+            return factor
+    return 1
+
+
+def scale_box(box: tuple[int, int, int, int], factor: int, width: int, height: int) -> tuple[int, int, int, int]:
+    """A full-size pixel box on an image reduced by ``factor`` to ``width`` × ``height``: outward, so the
+    region is all there (reduced pixel i covers full-size pixels [i·factor, (i+1)·factor))."""
+    if factor == 1:
+        return box
+    x0, y0, x1, y1 = box
+    return x0 // factor, y0 // factor, min(-(-x1 // factor), width), min(-(-y1 // factor), height)
+
+
+def full_frame(record: GroundedRecord, box: tuple[int, int, int, int] | None, *, square: bool) -> tuple[int, int]:
+    """The full-size (height, width) of the region a reduced decode stands for: the box's square crop,
+    else the image (its padded square when ``square``); ``augment`` draws its window on it."""
+    if box is not None:
+        return (max(box[2] - box[0], box[3] - box[1]),) * 2
+    return (max(record.width, record.height),) * 2 if square else (record.height, record.width)
+
+
+def draft_pixels(record: GroundedRecord, cache: ImageCache | None, factor: int) -> tuple[torch.Tensor, int]:
+    """(3×H×W uint8 image, applied factor): ``record_pixels`` when ``factor`` is 1, else the JPEG decoded
+    at 1/``factor`` (the cache holds full-size pixels and is skipped; a non-JPEG is decoded in full)."""
+    if factor == 1:
+        return record_pixels(record, cache), 1
+    image, applied = decode_image_draft(record.image_bytes, record.where, factor)
+    return to_chw(np.array(image)), applied
 
 
 def build(shards_pattern: str | Sequence[str], out: str | Path) -> dict:

@@ -22,6 +22,8 @@ Training (``train_loader``): an infinite, shuffled stream of batch dicts (contra
 - With an image cache (a set that fits in memory) each process parses a shard once and replays
   its records and bad-data notes on later passes, and without augmentation keeps each resized
   image and crop (argent/data/memo.py): the same batches and counts, without the repeated work.
+- ``data.decode_draft`` decodes a JPEG at 1/2–1/8 of its size where no region needs the full size
+  (image_cache.py: ``draft_factor``); it changes pixels, hence the run's identity. Off: the plain path.
 Bad samples follow ``data_cfg.bad_data``; each worker logs its counts after every pass over its
 shards, and a pass with nothing usable is an error. The counts also travel with the batches to
 the trainer, which writes them to the run's ``summary.json`` (``argent.data.policy.skip_counts``).
@@ -34,13 +36,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset, default_collate, get_worker_info
 
 from argent.config import BatchingConfig, DataConfig
 from argent.data.batching import record_batches
@@ -57,10 +59,13 @@ from argent.data.image_cache import (
     ImageCache,
     augment,
     crop_pixels,
+    draft_factor,
+    draft_pixels,
+    full_frame,
     open_cache,
     pad_square,
-    record_pixels,
     resize_center,
+    scale_box,
     to_float,
 )
 from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
@@ -108,8 +113,10 @@ class TrainStream(IterableDataset):
         negatives: HardNegatives | None,
         image_cache: str = "",
         batching: BatchingConfig | None = None,
+        decode_draft: bool = False,
     ) -> None:
         super().__init__()
+        self.decode_draft = decode_draft  # JPEG DCT-domain downscaling where no region needs the full size
         self.image_cache = image_cache  # a checked cache folder (image_cache.open_cache), or "" to decode
         self.shards = shards
         self.fmt = fmt
@@ -168,37 +175,52 @@ class TrainStream(IterableDataset):
             yield record
 
     # -- decode stage ---------------------------------------------------------------------------
-    def _transform(self, image: torch.Tensor, words: list[int]) -> torch.Tensor:
+    def _transform(self, image: torch.Tensor, words: list[int], frame: tuple[int, int] | None = None) -> torch.Tensor:
         """A 3×H×W uint8 image -> (3, S, S): images.train_transform (seeded by ``words``; uint8 until
         ``_stack`` scales the whole batch at once) or eval_transform (``resize_center``, uint8 too), on the tensor path
         shared with the image cache (argent/data/image_cache.py)."""
         if not self.augment:
             return resize_center(image, self.image_size)
-        return augment(image, self.image_size, TRAIN_SCALE, _torch_seed(words))
+        return augment(image, self.image_size, TRAIN_SCALE, _torch_seed(words), frame)
 
     def _sample(self, record: GroundedRecord, base: list[int]) -> tuple[torch.Tensor, torch.Tensor | None, str | None]:
         """(image, crop, phrase) of one record at batch position ``base``; the box is drawn per visit,
         the pixels of each (record, box) come from the memo when it keeps them."""
-        decoded: list[torch.Tensor] = []
+        decoded: list[tuple[torch.Tensor, int]] = []
+        # The reduction depends on the record alone (all its boxes), so memo-kept pixels never depend on the box drawn.
+        factor = draft_factor(record.width, record.height, [r.box for r in record.regions] if self.use_boxes else [],
+                              self.image_size, augment=self.augment, square=self.fmt == "grounded") if self.decode_draft else 1
 
         def pixels() -> torch.Tensor:  # decoded at most once per visit, and not at all on a memo hit
             if not decoded:
-                decoded.append(record_pixels(record, self._cache))
-            return decoded[0]
+                decoded.append(draft_pixels(record, self._cache, factor))  # factor 1: record_pixels, unchanged
+            return decoded[0][0]
+
+        def crop(box: tuple[int, int, int, int]) -> torch.Tensor:
+            image = pixels()
+            return crop_pixels(image, scale_box(box, decoded[0][1], image.shape[2], image.shape[1]))
+
+        def frame(box: tuple[int, int, int, int] | None = None) -> tuple[int, int] | None:
+            return None if decoded[0][1] == 1 else full_frame(record, box, square=self.fmt == "grounded")
 
         square = pad_square if self.fmt == "grounded" else (lambda x: x)
-        image = self._memo.pixels((record.where, -1), lambda: self._transform(square(pixels()), base + [1]))
+        image = self._memo.pixels((record.where, -1), lambda: self._transform(square(pixels()), base + [1], frame()))
         if not self.use_boxes:
             return image, None, None
         k = int(np.random.default_rng(base + [0]).integers(len(record.regions)))
-        crop = self._memo.pixels((record.where, k),
-                                 lambda: self._transform(crop_pixels(pixels(), record.regions[k].box), base + [2]))
-        return image, crop, record.regions[k].phrase
+        box = record.regions[k].box
+        crop_k = self._memo.pixels((record.where, k), lambda: self._transform(crop(box), base + [2], frame(box)))
+        return image, crop_k, record.regions[k].phrase
 
     @staticmethod
     def _stack(images: list[torch.Tensor]) -> torch.Tensor:
-        batch = torch.stack(images)
-        return to_float(batch) if batch.dtype == torch.uint8 else batch
+        """uint8 images -> ``to_float`` of their stack, element for element. In a worker, default_collate
+        writes the batch straight into shared memory, which the DataLoader would otherwise copy it to."""
+        if any(image.dtype != torch.uint8 for image in images):
+            return torch.stack(images)
+        if get_worker_info() is None:
+            return to_float(torch.stack(images))
+        return default_collate([image.to(torch.float32) for image in images]).mul_(1.0 / 255)
 
     def _batch(self, records: list[GroundedRecord], b: int, policy: BadDataPolicy) -> dict[str, Any]:
         images, crops, texts, phrases, keys = [], [], [], [], []
@@ -267,11 +289,13 @@ def train_loader(
     start_batch: int = 0,
     shuffle_buffer: int = 4000,
     negatives_mode: str | None = None,
+    worker_init_fn: Callable[[int], None] | None = None,
 ) -> CountedBatches:
     """Infinite training batches (module doc); deterministic for fixed (seed, rank, world_size, num_workers).
 
     ``negatives_mode`` picks the rows of ``data_cfg.negatives`` (needed when the file holds
-    several modes); ``shuffle_buffer`` is TrainConfig.shuffle_buffer. ``data_cfg.image_cache``, when
+    several modes); ``shuffle_buffer`` is TrainConfig.shuffle_buffer; ``worker_init_fn`` runs in each
+    worker process (the trainer's leaves the stop signals to the main process). ``data_cfg.image_cache``, when
     set and built from these shards, serves decoded images (the same batches, bit for bit).
     """
     if batch_size < 1 or image_size < 1 or not 0 <= rank < world_size or num_workers < 0 or start_batch < 0:
@@ -304,10 +328,11 @@ def train_loader(
         batch_size=batch_size, image_size=image_size, context_length=context_length, use_boxes=use_boxes,
         augment=data_cfg.augment, seed=seed, rank=rank, world_size=world_size, num_workers=num_workers,
         start_batch=start_batch, shuffle_buffer=shuffle_buffer, negatives=negatives, image_cache=str(cache_folder),
-        batching=data_cfg.batching,
+        batching=data_cfg.batching, decode_draft=data_cfg.decode_draft,
     )
     return CountedBatches(DataLoader(stream, batch_size=None, num_workers=num_workers,
-                                     prefetch_factor=2 if num_workers else None, persistent_workers=False),
+                                     prefetch_factor=2 if num_workers else None, persistent_workers=False,
+                                     worker_init_fn=worker_init_fn),
                           base=once_policy)
 
 

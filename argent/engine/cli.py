@@ -33,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=threads, default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--variant-file", type=Path, default=None,
                    help="YAML of variant fields applied on top of the variant (e.g. a tuned best.yaml)")
+    p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     return p
 
 
@@ -48,8 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         except (yaml.YAMLError, AttributeError) as err:
             raise ConfigError(f"{args.variant_file} (--variant-file): not a YAML mapping with a 'variant' "
                               f"section ({err})") from None
-    # the config file alone (the workflow passes its group's merged file), cwd-relative paths
-    workflow = load_config(args.config, args.overrides, merge_default=False)
+    # merged over config/config.yaml as Snakemake merges --configfile (docs/reliability.md §6), so a run
+    # trained by hand with the workflow's config and key has the workflow's identity. The workflow passes
+    # its group's file, already merged over it: merging again changes nothing (deep_merge(D, deep_merge(D,
+    # U)) == deep_merge(D, U); lists and scalars replace, the group file holds every key of D but
+    # `groups`, which training does not read). cwd-relative paths.
+    workflow = load_config(args.config, args.overrides, merge_default=not args.no_default)
     cfg = workflow.experiment(args.variant, args.size, args.seed, extra)
     if args.name:
         cfg.variant_name = check_name(args.name, "--name")

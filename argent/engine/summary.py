@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from argent.config import IDENTITY_VERSION, ExperimentConfig
@@ -22,6 +23,23 @@ def run_summary(cfg: ExperimentConfig, files: RunFolder, step: int, skipped: int
         "config_hash": config_hash, "identity_version": IDENTITY_VERSION, "final": {k: v for k, v in last.items() if not k.startswith(PERF_PREFIX)},
         "mean_samples_per_s": sum(speeds) / len(speeds) if speeds else None,
     }
+
+
+COUNT_KEYS = ("skipped_samples", "dropped_samples")  # the data counts of a run (argent.data.policy.skip_counts)
+
+
+def add_counts(earlier: dict[str, Any], segment: dict[str, Any] | None) -> dict[str, Any]:
+    """A run's data counts: the earlier segments' (kept in the checkpoint) plus this segment's
+    (``skip_counts``; None for a batch source that does not count, or a segment that read nothing).
+    ``{}`` when neither holds any (the summary then says nothing about counts, as before)."""
+    if segment is None and not earlier:
+        return {}
+    total = {}
+    for key in COUNT_KEYS:
+        counts = Counter(earlier.get(key) or {})
+        counts.update((segment or {}).get(key) or {})
+        total[key] = dict(sorted(counts.items()))
+    return total
 
 
 def plot_curves(files: RunFolder) -> None:

@@ -3,6 +3,9 @@
 The run folder is the truth: ``config.yaml`` (fully resolved), ``metrics.jsonl`` (every logged
 number), ``checkpoint.pt`` (model, optimiser, scheduler, step, RNG states, config hash; atomic),
 ``summary.json`` (written last: its presence means the run finished).
+
+A SIGUSR1 or SIGTERM (a scheduler's warning, a time limit, a preemption) stops the loop at the next
+step boundary with a checkpoint of that step (argent/engine/preemption.py): a resume loses nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ from argent.data.policy import skip_counts
 from argent.engine import distributed as dist_utils
 from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
 from argent.engine.optim import build_optimizer, build_scheduler
+from argent.engine.preemption import Preempted, StopRequest, quiet_worker
 from argent.engine.progress import Progress
 from argent.engine.provenance import merge_segments, provenance, run_record
 from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the engine's public step API)
@@ -38,7 +43,7 @@ from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the 
     hard_negatives,
     to_device,
 )
-from argent.engine.summary import PERF_PREFIX, plot_curves, run_summary
+from argent.engine.summary import COUNT_KEYS, PERF_PREFIX, add_counts, plot_curves, run_summary
 from argent.io import ArgentError, atomic_write_text, flatten, read_json
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
@@ -48,6 +53,7 @@ from argent.layout import RunFolder, default_tracking_uri
 from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
     ResumeMismatch,
     clean_stale,
+    hold_writer,
     holds_a_run,
     promote,
     read_checkpoint,
@@ -81,23 +87,37 @@ def train(
     batches: Callable[[int], Iterator[dict[str, Any]]] | None = None,
     batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
     on_checkpoint: Callable[[int, DualEncoder], None] | None = None,
+    preemptible: bool = True,
 ) -> dict[str, Any]:
     """Train one run. ``resume``: "no" (start fresh), "strict" (continue from the checkpoint; refuse one
     made under a different config), "auto" (continue when compatible, else start fresh; for the
     workflow, where a changed config must retrain). ``batches(start_batch)`` overrides the configured loader (tests, benchmarks);
     ``batch_hook(step, batch)`` may alter a batch (fault injection in tests); ``on_checkpoint(step,
     model)`` runs on rank 0 after every checkpoint (e.g. a validation score for an Optuna pruner; an
-    exception it raises stops training with the checkpoint already saved)."""
+    exception it raises stops training with the checkpoint already saved). ``preemptible``: stop at the next
+    step with a checkpoint on SIGUSR1/SIGTERM and raise ``Preempted`` (module doc); False leaves the
+    signals to the caller (a tuning worker, whose killed trial the next worker retries)."""
+    stop = StopRequest()
+    if preemptible:
+        stop.listen()  # from the start: a signal during start-up still gets one step and its checkpoint
     try:
-        return _train(cfg, out_dir, resume, batches, batch_hook, on_checkpoint)
-    except BaseException:
-        # A staged re-run that failed before its first checkpoint leaves nothing behind (only its own
-        # config and metrics); one with a checkpoint stays for a resume. Either way the folder's
-        # earlier run is untouched until a re-run has finished.
-        staging = RunFolder(Path(out_dir)).staging
-        if int(os.environ.get("RANK", "0")) == 0 and staging.root.exists() and not staging.checkpoint.exists():
-            shutil.rmtree(staging.root, ignore_errors=True)
-        raise
+        require_device(cfg.train.device)  # a start that cannot run leaves no folder behind (the lock creates it)
+        main = int(os.environ.get("RANK", "0")) == 0
+        # One writer per run folder (rank 0 writes it): a second start stops here, before touching it.
+        with hold_writer(RunFolder(Path(out_dir)), "argent train") if main else nullcontext():
+            try:
+                return _train(cfg, out_dir, resume, batches, batch_hook, on_checkpoint, stop)
+            except BaseException:
+                # A staged re-run that failed before its first checkpoint leaves nothing behind (only its own
+                # config and metrics); one with a checkpoint stays for a resume, a finished one (summary
+                # written) for its promotion. Either way the folder's earlier run is untouched until a
+                # re-run has finished.
+                staging = RunFolder(Path(out_dir)).staging
+                if main and staging.root.exists() and not staging.checkpoint.exists() and not staging.summary.exists():
+                    shutil.rmtree(staging.root, ignore_errors=True)
+                raise
+    finally:
+        stop.restore()
 
 
 def _train(
@@ -107,6 +127,7 @@ def _train(
     batches: Callable[[int], Iterator[dict[str, Any]]] | None,
     batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None,
     on_checkpoint: Callable[[int, DualEncoder], None] | None,
+    stop: StopRequest,
 ) -> dict[str, Any]:
     run = RunFolder(Path(out_dir))
     require_device(cfg.train.device)
@@ -124,16 +145,20 @@ def _train(
     scheduler = build_scheduler(optimizer, cfg.optim, cfg.train.steps)
     objective = Objective(cfg.variant)
     step, skipped = 0, 0
+    earlier_counts: dict[str, Any] | None = None  # the data counts of the segments before a resume (the checkpoint's)
 
     if is_main:
         run.root.mkdir(parents=True, exist_ok=True)
-        clean_stale(run)
+        clean_stale(run)  # also promotes a finished staged run a kill left behind
     state, files = resume_state(run, resume, config_hash, device, is_main)
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         step, skipped = int(state["step"]), int(state.get("skipped", 0))
+        earlier_counts = state.get("data_counts")  # None in a checkpoint of before they were kept
+        if earlier_counts is None and step >= cfg.train.steps:
+            earlier_counts = _summary_counts(files, step)  # such a run's summary of the same steps keeps them
         set_rng_state(state["rng"])
         segments = merge_segments(list(state.get("provenance") or []), segments[-1])
         if is_main:
@@ -154,7 +179,8 @@ def _train(
         # it (a bad config, a NaN at step 3, a kill), the folder's earlier run stays whole.
         files = run.staging
         if is_main:
-            shutil.rmtree(files.root, ignore_errors=True)  # a staged re-run of another config, discarded
+            # An unfinished staged re-run of another config, discarded (clean_stale promoted a finished one).
+            shutil.rmtree(files.root, ignore_errors=True)
             files.root.mkdir(parents=True)
     if is_main:
         atomic_write_text(files.config, yaml.safe_dump(cfg_dict, sort_keys=False))
@@ -174,15 +200,21 @@ def _train(
     if is_main:
         tracker.log_params(cfg_dict)
     synced = len(read_metrics(files.metrics)) if is_main else 0
+    data_skips: dict[str, Any] = {}
 
     def save(at_step: int) -> None:
-        nonlocal synced
+        nonlocal synced, data_skips
+        # The run's data counts so far: the earlier segments' plus this one's (a collective under DDP:
+        # every rank saves at the same steps). A segment that trained no step (resumed at the end) read
+        # nothing of its own; its loader's counts made once per process repeat the earlier segment's.
+        fresh = at_step > first_step or earlier_counts is None
+        data_skips = add_counts(earlier_counts or {}, skip_counts(stream) if fresh else None)
         if not is_main:
             return
         atomic_torch_save({
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "step": at_step, "skipped": skipped, "rng": rng_state(), "config_hash": config_hash,
-            "identity_version": IDENTITY_VERSION, "provenance": segments,
+            "identity_version": IDENTITY_VERSION, "provenance": segments, "data_counts": data_skips,
         }, files.checkpoint)
         rows = read_metrics(files.metrics)
         tracker.log_metrics(rows[synced:])
@@ -262,10 +294,18 @@ def _train(
                     with torch.no_grad():
                         on_checkpoint(step, model)
                     model.train()
-        save(step)
-        data_skips = skip_counts(stream) or {}  # bad samples by reason, all ranks (a collective under DDP)
+            if step < cfg.train.steps and stop.agreed(device, ctx.world_size):
+                if step % cfg.train.checkpoint_every:
+                    save(step)
+                if ctx.world_size > 1:
+                    torch.distributed.barrier()  # no rank leaves before rank 0's checkpoint is on disk
+                raise Preempted(f"stopped on {stop.received} at step {step} of {cfg.train.steps}, checkpoint "
+                                f"{files.checkpoint} written; the workflow's retry (or `argent train --resume`) "
+                                f"continues at step {step}")
+        save(step)  # sets data_skips: bad samples by reason, all ranks, every segment (in the checkpoint too)
         if is_main:
-            report_negatives_coverage(cfg, data_skips, (step - first_step) * cfg.train.batch_size)
+            trained = step - (0 if earlier_counts else first_step)  # the counts' steps: every segment's if kept
+            report_negatives_coverage(cfg, data_skips, trained * cfg.train.batch_size)
             metrics_file.close()
             metrics_file = None
             summary = {**run_summary(cfg, files, step, skipped, config_hash), **data_skips}
@@ -281,11 +321,12 @@ def _train(
             tracker.finish()
             return summary
         return {}
-    except BaseException:
+    except BaseException as err:
         if is_main:
-            tracker.finish("FAILED")
+            tracker.finish("KILLED" if isinstance(err, Preempted) else "FAILED")
         raise
     finally:
+        stream = None  # the loader's workers ignore stop signals: shut them down in order now (preemption.py)
         if metrics_file:
             metrics_file.close()
         progress.close()
@@ -312,6 +353,18 @@ def report_negatives_coverage(cfg: ExperimentConfig, data_skips: dict[str, Any],
                 100 * missing / max(trained, 1), parquet, mined)
 
 
+def _summary_counts(files: RunFolder, step: int) -> dict[str, Any] | None:
+    """The data counts of the folder's summary.json when it is the summary of ``step`` (e.g. one left
+    with a stale hash by a re-stamp whose summary write failed); None otherwise."""
+    try:
+        summary = read_json(files.summary) if files.summary.is_file() else None
+    except ArgentError:
+        return None
+    if not isinstance(summary, dict) or summary.get("steps") != step:
+        return None
+    return {key: summary[key] for key in COUNT_KEYS if isinstance(summary.get(key), dict)} or None
+
+
 def _checkpoint_step(path: Path) -> int:
     return int(read_checkpoint(path)["step"])
 
@@ -324,6 +377,7 @@ def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, s
         use_boxes=cfg.variant.use_boxes, seed=cfg.seed, rank=ctx.rank, world_size=ctx.world_size,
         num_workers=cfg.train.num_workers, start_batch=start_batch, shuffle_buffer=cfg.train.shuffle_buffer,
         negatives_mode=None if cfg.variant.hard_negatives == "none" else cfg.variant.hard_negatives,
+        worker_init_fn=quiet_worker,
     ))
 
 

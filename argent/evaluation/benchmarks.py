@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from argent.config import ConfigError, check_name, from_dict
-from argent.typed import named
+from argent.typed import check_range, named
 from argent.evaluation.templates import resolve_templates
 from argent.workflow_config import load_config
 
@@ -183,6 +183,7 @@ class AnalysisEntry(CommonOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_range("max_points", self.max_points, low=1)  # 0: no point to project; -1 dropped one silently
         if not (self.hierarcaps_csv or self.shards):
             raise ConfigError("hierarcaps_csv: analysis needs hierarcaps_csv (+ image_dir) and/or shards")
         if self.hierarcaps_csv and not self.image_dir:

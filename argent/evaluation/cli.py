@@ -40,7 +40,9 @@ from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, file_sha256
 from argent.limits import threads
 from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
-from argent.layout import pretrained_eval_dir
+from argent.layout import RUNS_DIR, RunFolder, pretrained_eval_dir, run_dir, run_parts
+from argent.plan.groups import RunKey, build_plan
+from argent.plan.targets import IdentityError, check_stamp
 from argent.runs import load_run
 from argent.tracking import log_evaluation, log_released
 from argent.workflow_config import load_config
@@ -84,9 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         print("argent evaluate: --out takes one benchmark; use --out-dir for several", file=sys.stderr)
         return 2
     try:
+        # The file alone, not merged over config/config.yaml (docs/reliability.md §6 says why): a benchmark
+        # entry is used as written; the workflow passes its effective config, merged already.
         workflow = load_config(args.config, args.overrides, base_dir=args.base_dir, merge_default=False)  # read once
         entries = {name: workflow.benchmark(name) for name in args.benchmark}
         model, head_base, out_dir = _load(args)
+        if args.run:  # the JSON is filed under the folder's name: the run must be the one the folder names
+            check_attribution(args.run, head_base, workflow.raw,
+                              Path.cwd() if args.base_dir is None else args.base_dir)
     except (ConfigError, FileNotFoundError, PretrainedError, ValueError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
@@ -147,6 +154,37 @@ def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]
             "pretrained": {"layout": layout, "arch": args.arch, "path": str(path), "sha256": sha,
                            "note": "released, not trained here", **model.scalars()}}
     return model, head, out_dir
+
+
+def check_attribution(run: Path, head: dict, raw: dict, base_dir: Path) -> None:
+    """Refuse to evaluate a run folder of the results layout (``<results>/runs/<group>/<variant>-<size>/
+    seed<k>``) that holds another run than the folder names: a run that records another variant, size
+    or seed, or, when the folder is the one the config's plan trains that key into, one whose identity
+    hash (the checkpoint's, ``head['config_hash']``) is not the plan's (``argent train --name`` can
+    give a folder's name to any variant). A folder outside the layout is evaluated as it is."""
+    root = Path(run).resolve()
+    if len(root.parents) < 4 or root.parents[2].name != RUNS_DIR or "-" not in root.parent.name:
+        return
+    try:
+        group, variant, size, seed = run_parts(root)
+    except ValueError:  # not seed<k>: not a folder of the layout
+        return
+    recorded = (head.get("variant"), head.get("size"), head.get("seed"))
+    if recorded != (variant, size, seed):
+        raise IdentityError(
+            f"{run}: the run records {recorded[0]}-{recorded[1]} seed {recorded[2]}, but its folder names "
+            f"{variant}-{size} seed {seed}; its evaluation would be filed under the folder's name. Move the "
+            f"folder to the name of the run it holds, or train the run the folder names into it")
+    results = raw.get("results")
+    if not results or not raw.get("groups"):
+        return
+    if root != run_dir(Path(results), group, variant, size, seed).resolve():
+        return  # a run of another results folder than the config's: the config says nothing of it
+    plan = build_plan(raw, Path(base_dir))
+    key = RunKey(group, variant, size, seed)
+    if plan.home.get(key) == key:
+        check_stamp(RunFolder(Path(run)).checkpoint, head.get("config_hash"), plan, key, Path(base_dir),
+                    Path(results), {})
 
 
 def _alnum(text: str) -> str:

@@ -89,7 +89,9 @@ def negatives_section(raw: dict[str, Any], base_dir: Path | None = None) -> Mini
     return mining_config(section_of(raw, "negatives"))
 
 
-def load_negatives_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> MiningConfig:
-    """The ``negatives:`` section of the workflow config file alone (none: defaults), after
+def load_negatives_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = (),
+                           merge_default: bool = True) -> MiningConfig:
+    """The ``negatives:`` section of the workflow config file merged over config/config.yaml as Snakemake
+    merges it (``merge_default=False``: the file alone; none: defaults), after
     ``negatives.<key>=<value>`` overrides (argent.workflow_config, the one door)."""
-    return load_config(config, overrides, merge_default=False, only="negatives").negatives
+    return load_config(config, overrides, merge_default=merge_default, only="negatives").negatives

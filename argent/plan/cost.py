@@ -9,11 +9,19 @@ A size's step time comes from, in this order (docs/scaling.md):
    and device it was measured on;
 otherwise the size is reported as unknown and left out of the total, never guessed.
 A step time measured at another batch size is scaled linearly and says so.
+
+For an unknown size of a GPU config (``train.device`` cuda) the plan also prints the FLOP-model
+estimate (argent/plan/flops.py): training FLOPs per step of each run ÷ (GPUs per run ×
+``cost.estimate_mfu`` × ``cost.gpu_peak_tflops``), labelled "estimate, not measured" in a table of
+its own, on the group's line and as a total of its own, never added to the measured total. A CPU
+config gets no estimate: the FLOP model leaves out the convolutional stem of the CPU models (a third
+of their step) and a CPU's sustained peak depends on its threads; measure it (``--record-from``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import platform
 import statistics
 from dataclasses import dataclass, field
@@ -23,16 +31,76 @@ from typing import Any
 from argent.config import ConfigError, deep_merge
 from argent.io import atomic_write_json
 from argent.layout import Results, RunFolder, run_dir, split_run
-from argent.plan.groups import TUNED_VARIANT, Plan, trial_overrides
+from argent.plan.flops import step_flops, step_seconds
+from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment, trial_overrides
+from argent.typed import check_range, from_dict
 from argent.workflow_config import setting
 
 RECORD = Path("bench") / "step_times.json"
 
 
 @dataclass(frozen=True)
+class CostSection:
+    """The ``cost:`` section of the workflow config; these are its keys' only defaults (the Snakemake
+    schema lists the keys and their patterns)."""
+
+    step_seconds: dict[str, float] = field(default_factory=dict)  # size -> s per step of one run, all its GPUs
+    batch_size: int | None = None      # the batch those step_seconds were taken at; None: the group's batch
+    step_times: str = ""               # the measured record; "" = <results>/bench/step_times.json
+    note: str = ""
+    # The FLOP-model estimate beside an unknown size of a GPU config: model-FLOPs utilisation (a
+    # fraction) and one GPU's dense peak in TFLOP/s at the training precision (A100 bf16: 312).
+    estimate_mfu: float = 0.35
+    gpu_peak_tflops: float = 312.0
+
+    def __post_init__(self) -> None:
+        for size, seconds in self.step_seconds.items():
+            check_range(f"step_seconds.{size}", seconds, low=0.0, low_open=True)
+        if self.batch_size is not None:
+            check_range("batch_size", self.batch_size, low=1)
+        check_range("estimate_mfu", self.estimate_mfu, low=0.0, low_open=True, high=1.0)
+        check_range("gpu_peak_tflops", self.gpu_peak_tflops, low=0.0, low_open=True)
+
+
+def cost_section(cfg: dict[str, Any]) -> CostSection:
+    """The typed ``cost:`` section (an unset key, or one set to null, takes its default); a typo or a
+    bad value is a ``ConfigError`` naming ``cost.<key>``."""
+    raw = cfg.get("cost") or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"cost: expected a mapping, got {raw!r}")
+    return from_dict(CostSection, {k: v for k, v in raw.items() if v is not None}, "cost")
+
+
+@dataclass(frozen=True)
 class StepTime:
     seconds: float | None
     source: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The FLOP-model estimate for one size of a group whose step time is not measured.
+    ``seconds``: variant -> estimated seconds per step of one run (all its GPUs together);
+    ``runs``: variant -> runs of this size the group trains; ``tflop``: variant -> TFLOP per step;
+    ``mfu``, ``peak_tflops``, ``gpus``: what the FLOPs were divided by (cost.estimate_mfu,
+    cost.gpu_peak_tflops, GPUs per run)."""
+
+    seconds: dict[str, float]
+    runs: dict[str, int]
+    tflop: dict[str, float]
+    mfu: float
+    peak_tflops: float
+    gpus: int
+
+    def run_seconds(self) -> float:
+        """Σ over the trained runs of their estimated seconds per step (× steps = the runs' seconds)."""
+        return sum(n * self.seconds[v] for v, n in self.runs.items())
+
+
+def _span(values: dict[str, float], fmt: str) -> str:
+    """"lo–hi" of the values in format ``fmt`` (one value when both read the same)."""
+    lo, hi = format(min(values.values()), fmt), format(max(values.values()), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 @dataclass
@@ -49,58 +117,126 @@ class GroupCost:
     step_time: dict[str, StepTime]  # size -> step time
     study_steps: int = 0            # tuning trials, on the smallest size of the group
     notes: list[str] = field(default_factory=list)
+    estimate: dict[str, Estimate] = field(default_factory=dict)  # size -> FLOP-model estimate (unknown sizes, GPU)
 
     @property
     def unit(self) -> str:
         return "GPU-h" if self.gpus > 0 else "CPU-core-h"
 
-    def hours(self) -> float | None:
-        """Device hours of the group's training (and study); None when a size's step time is unknown."""
+    def _run_seconds(self, size: str, estimated: bool) -> float | None:
+        """Seconds per step summed over the size's trained runs: measured, else (``estimated``) the estimate."""
+        st = self.step_time[size]
+        if st.seconds is not None:
+            return self.runs_by_size[size] * st.seconds
+        est = self.estimate.get(size) if estimated else None
+        return None if est is None else est.run_seconds()
+
+    def hours(self, estimated: bool = False) -> float | None:
+        """Device hours of the group's training (and study); None when a size's step time is unknown.
+        ``estimated``: a size without a step time takes its FLOP-model estimate (None where it has none)."""
         total = 0.0
-        for size, n in self.runs_by_size.items():
-            st = self.step_time[size]
-            if st.seconds is None:
+        for size in self.runs_by_size:
+            seconds = self._run_seconds(size, estimated)
+            if seconds is None:
                 return None
-            total += n * self.steps[size] * st.seconds
+            total += self.steps[size] * seconds
         if self.study_steps:
             size = min(self.runs_by_size, key=lambda s: self.steps[s]) if self.runs_by_size else None
-            if size is None or self.step_time[size].seconds is None:
+            if size is None:
                 return None
-            total += self.study_steps * self.step_time[size].seconds
+            seconds = self.step_time[size].seconds
+            if seconds is None and estimated and size in self.estimate:
+                seconds = self.estimate[size].seconds.get(TUNED_VARIANT)
+            if seconds is None:
+                return None
+            total += self.study_steps * seconds
         return total * max(self.gpus if self.gpus > 0 else self.threads, 1) / 3600
 
+    def estimated_hours(self) -> float | None:
+        """The group's hours with the FLOP-model estimate where no step time is known; None when the
+        group is measured throughout (``hours()`` says it) or a size has neither."""
+        return None if self.hours() is not None else self.hours(estimated=True)
 
-def _record(cfg: dict[str, Any], base_dir: Path) -> tuple[Path, dict[str, Any]]:
-    cost = cfg.get("cost") or {}
-    path = Path(cost.get("step_times") or Path(cfg.get("results", "results")) / RECORD)
+
+@dataclass(frozen=True)
+class SizeRecord:
+    """One size of the measured record (``record_from_runs`` writes it)."""
+
+    step_seconds: float
+    batch_size: int
+    device: str
+    jobs: int = 0
+    includes: str = ""
+
+    def __post_init__(self) -> None:
+        check_range("step_seconds", self.step_seconds, low=0.0, low_open=True)
+        check_range("batch_size", self.batch_size, low=1)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """The measured record ``bench/step_times.json``: the machine, the results it came from, per size."""
+
+    sizes: dict[str, SizeRecord] = field(default_factory=dict)
+    machine: str = "?"
+    source: str = ""
+
+
+def _record(cfg: dict[str, Any], base_dir: Path) -> tuple[Path, StepRecord]:
+    path = Path(cost_section(cfg).step_times or Path(cfg.get("results", "results")) / RECORD)
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
-        return path, {}
+        return path, StepRecord()
+    fix = "rewrite it with argent plan --record-from RESULTS, or delete it (its sizes are then unknown)"
     try:
         data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"cost.step_times: {path}: not JSON ({err}); rewrite it with argent plan --record-from") from None
-    return path, data if isinstance(data, dict) else {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"cost.step_times: {path}: not JSON ({err}); {fix}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"cost.step_times: {path}: expected a mapping {{machine, source, sizes: {{<size>: "
+                          f"{{step_seconds, batch_size, device}}}}}}, got {type(data).__name__}; {fix}")
+    try:
+        return path, from_dict(StepRecord, data)
+    except ConfigError as err:
+        raise ConfigError(f"cost.step_times: {path}: {err}; {fix}") from None
 
 
 def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir: Path) -> StepTime:
-    cost = cfg.get("cost") or {}
-    configured = (cost.get("step_seconds") or {}).get(size)
+    cost = cost_section(cfg)
+    configured = cost.step_seconds.get(size)
     if configured is not None:
-        ref = int(cost.get("batch_size") or batch)
+        ref = int(cost.batch_size or batch)
         note = f" scaled from batch {ref}" if ref != batch else ""
         return StepTime(float(configured) * batch / ref, f"config cost.step_seconds{note}")
     path, record = _record(cfg, base_dir)
-    entry = (record.get("sizes") or {}).get(size)
-    if entry and str(entry.get("device", "")).split(":")[0] == device.split(":")[0]:
-        ref = int(entry["batch_size"])
+    entry = record.sizes.get(size)
+    if entry and entry.device.split(":")[0] == device.split(":")[0]:
+        ref = entry.batch_size
         note = f", scaled from batch {ref}" if ref != batch else ""
-        return StepTime(float(entry["step_seconds"]) * batch / ref,
-                        f"measured on {record.get('machine', '?')} ({entry['device']}){note}: {path}")
+        return StepTime(entry.step_seconds * batch / ref, f"measured on {record.machine} ({entry.device}){note}: {path}")
     return StepTime(None, "unknown: set cost.step_seconds." + size + " or record one (argent plan --record-from)")
 
 
+def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey], gpus: int, cost: CostSection,
+                  base_dir: Path) -> Estimate:
+    """The FLOP-model estimate for the runs ``keys`` (one group, one size): per variant, the FLOPs of
+    one step at the run's own batch (its resolved config: model, variant, train) over ``gpus`` GPUs
+    at ``cost.estimate_mfu`` of ``cost.gpu_peak_tflops``."""
+    seconds: dict[str, float] = {}
+    tflop: dict[str, float] = {}
+    runs: dict[str, int] = {}
+    for key in keys:
+        if key.variant not in seconds:
+            exp = run_experiment(gcfg, key, base_dir)
+            flops = step_flops(exp.model, exp.variant).per_step(exp.train.batch_size)
+            tflop[key.variant] = flops / 1e12
+            seconds[key.variant] = step_seconds(flops, cost.estimate_mfu, cost.gpu_peak_tflops, gpus)
+        runs[key.variant] = runs.get(key.variant, 0) + (key in trained)
+    return Estimate(seconds, runs, tflop, cost.estimate_mfu, cost.gpu_peak_tflops, max(gpus, 1))
+
+
 def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> list[GroupCost]:
+    cost = cost_section(cfg)
     out = []
     for group in plan.active():
         gcfg = plan.configs[group.name]
@@ -116,6 +252,9 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
             gc.batch[size] = int(train.get("batch_size", 0))
             gc.runs_by_size[size] = sum(1 for k in trained if k.size == size)
             gc.step_time[size] = step_time(cfg, size, gc.batch[size], device, base_dir)
+            if gc.step_time[size].seconds is None and device.split(":")[0] == "cuda":
+                gc.estimate[size] = flop_estimate(gcfg, [k for k in keys if k.size == size], set(trained), gc.gpus,
+                                                  cost, base_dir)
         if TUNED_VARIANT in group.variants:
             n_trials = int(setting(gcfg, "tune", "n_trials"))
             trial = trial_overrides(gcfg)
@@ -130,20 +269,54 @@ def _hours(value: float | None) -> str:
 
 
 def summary_line(costs: list[GroupCost], plan: Plan) -> str:
-    """The one-line total the Snakefile prints at DAG build."""
+    """The one-line total the Snakefile prints at DAG build: the measured total, and apart from it,
+    labelled, the FLOP-model estimate of the groups without a measured step time (GPU configs)."""
     runs = sum(c.runs for c in costs)
     borrowed = sum(c.borrowed for c in costs)
     by_unit: dict[str, float] = {}
+    estimated: dict[str, float] = {}
     unknown = sorted({s for c in costs for s, st in c.step_time.items() if st.seconds is None})
     for c in costs:
-        h = c.hours()
+        h, e = c.hours(), c.estimated_hours()
         if h is not None:
             by_unit[c.unit] = by_unit.get(c.unit, 0.0) + h
-    hours = ", ".join(f"≈ {v:,.1f} {u}" for u, v in by_unit.items()) or "no estimate"
+        if e is not None:
+            estimated[c.unit] = estimated.get(c.unit, 0.0) + e
+    hours = ", ".join(f"≈ {v:,.1f} {u}" for u, v in by_unit.items()) or (
+        "no measured step time" if estimated else "no estimate")
     tail = f"; step time unknown for size(s) {', '.join(unknown)} (left out of the total)" if unknown else ""
+    if estimated:
+        n = sum(1 for c in costs if c.estimated_hours() is not None)
+        tail += (f"; FLOP-model estimate for the {n} group(s) not measured, not in the total: "
+                 + ", ".join(f"≈ {v:,.1f} {u}" for u, v in estimated.items()))
     left = f"; {len(plan.left_out)} group(s) left out" if plan.left_out else ""
     return (f"argent plan: {runs} training runs ({borrowed} borrowed, not retrained) in {len(costs)} groups, "
             f"{hours}{tail}{left}")
+
+
+def _columns(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    fmt = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()
+    return [fmt(head), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows]
+
+
+def estimate_table(costs: list[GroupCost]) -> list[str]:
+    """The FLOP-model estimates of the sizes without a step time, as a table of their own under a
+    heading that says what they are; [] when there are none (CPU configs, everything measured)."""
+    rows = []
+    for c in costs:
+        scale = max(c.gpus or c.threads, 1) / 3600
+        for size, est in c.estimate.items():
+            rows.append((c.group, size, str(c.runs_by_size[size]), str(est.gpus), _span(est.tflop, ".1f"),
+                         _span(est.seconds, ".3g"), f"{_hours(c.steps[size] * est.run_seconds() * scale)} {c.unit}"))
+    if not rows:
+        return []
+    first = next(est for c in costs for est in c.estimate.values())
+    head = ("group", "size", "runs", "GPUs/run", "TFLOP/step", "s/step (estimate)", "hours (estimate)")
+    return ["", f"Estimate, not measured, for the sizes without a step time (in no total above): the FLOP model's "
+                f"training FLOPs per step (argent/plan/flops.py; a range over the variants) ÷ (GPUs/run × "
+                f"cost.estimate_mfu {first.mfu:g} × cost.gpu_peak_tflops {first.peak_tflops:g} TFLOP/s)",
+            *_columns(head, rows)]
 
 
 def table(costs: list[GroupCost]) -> str:
@@ -160,12 +333,13 @@ def table(costs: list[GroupCost]) -> str:
                          "?" if st.seconds is None else f"{st.seconds:.4g}", f"{_hours(per_size)} {c.unit}", st.source))
         for note in c.notes:
             rows.append((c.group, "", "", "", "", "", "", "", "", "", note))
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    fmt = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()
-    lines = [fmt(head), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows]
+    lines = _columns(head, rows)
     lines.append("")
     for c in costs:
-        lines.append(f"{c.group}: {c.runs} runs trained, {_hours(c.hours())} {c.unit}")
+        estimated = c.estimated_hours()
+        label = "" if estimated is None else f"; estimate (FLOP model, not measured) ≈ {estimated:,.1f} {c.unit}"
+        lines.append(f"{c.group}: {c.runs} runs trained, {_hours(c.hours())} {c.unit}{label}")
+    lines += estimate_table(costs)
     return "\n".join(lines)
 
 
@@ -174,6 +348,51 @@ def cost_line(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> st
 
 
 # ---- the measured record ------------------------------------------------------------------------
+
+
+def _job_seconds(tsv: Path) -> float | None:
+    """The wall seconds (column ``s``) of a Snakemake benchmark record; None for a file without a
+    data row; a value that is no positive number (``NA``: Snakemake could not measure the job) is an
+    error naming the file."""
+    lines = tsv.read_text().splitlines()
+    if len(lines) < 2:
+        return None
+    head, row = lines[0].split("\t"), lines[1].split("\t")
+    if "s" not in head or len(row) != len(head):
+        raise ConfigError(f"--record-from: {tsv}: not a Snakemake benchmark record (a header with the column 's', "
+                          f"then one row of as many values); delete it, or re-run its training job")
+    value = row[head.index("s")]
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"--record-from: {tsv}: s (the job's wall seconds) is {value!r}, expected a number > 0 "
+                          f"(Snakemake writes NA when it could not measure the job); delete the record, or re-run "
+                          f"its training job")
+    return seconds
+
+
+@dataclass(frozen=True)
+class _RecordedTrain:
+    steps: int
+    batch_size: int
+    device: str
+
+
+def _recorded_train(train: dict[str, Any], where: Path) -> _RecordedTrain:
+    """A run's ``train.steps``, ``batch_size`` and ``device`` from its stored config, each checked."""
+    missing = [k for k in ("steps", "batch_size", "device") if k not in train]
+    if missing:
+        raise ConfigError(f"--record-from: {where}: train.{missing[0]} missing (expected the run's resolved config, "
+                          f"with train.steps, train.batch_size and train.device); re-run its training job")
+    try:
+        out = from_dict(_RecordedTrain, {k: train[k] for k in ("steps", "batch_size", "device")}, "train")
+        check_range("train.steps", out.steps, low=1)
+        check_range("train.batch_size", out.batch_size, low=1)
+    except ConfigError as err:
+        raise ConfigError(f"--record-from: {where}: {err}") from None
+    return out
 
 
 def record_from_runs(results: Path, out: Path) -> dict[str, Any]:
@@ -192,13 +411,11 @@ def record_from_runs(results: Path, out: Path) -> dict[str, Any]:
         resolved = folder.stored_config()
         if not isinstance(resolved.get("train"), dict) or "size" not in resolved:
             continue  # an unreadable config.yaml: the run's own readers name it
-        lines = tsv.read_text().splitlines()
-        if len(lines) < 2:
+        seconds = _job_seconds(tsv)
+        if seconds is None:
             continue
-        seconds = float(lines[1].split("\t")[0])
-        train = resolved["train"]
-        per_size.setdefault(resolved["size"], []).append((seconds / int(train["steps"]), int(train["batch_size"]),
-                                                          str(train["device"])))
+        train = _recorded_train(resolved["train"], folder.config)
+        per_size.setdefault(str(resolved["size"]), []).append((seconds / train.steps, train.batch_size, train.device))
     if not per_size:
         raise ConfigError(f"--record-from {results}: no finished training job with a benchmark record "
                           f"(benchmarks/train/<group>/*.tsv beside runs/<group>/...); run the workflow first")

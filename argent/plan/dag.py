@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,12 +22,14 @@ from typing import Any
 import yaml
 
 from argent.config import ConfigError
-from argent.io import file_sha256
+from argent.io import file_sha256, write_text_if_changed
 from argent.layout import SUMMARY, Results, eval_dir, pretrained_eval_dir, run_dir
 from argent.plan.cost import cost_line
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, left_out_lines, run_identity, uses_negatives
 from argent.plan.pretrained import PretrainedEntry, available_entries
-from argent.plan.targets import BenchmarkChoice, benchmark_data_inputs, choose_benchmarks, mining_jobs, probe_runs
+from argent.plan.targets import (BenchmarkChoice, IdentityMismatch, benchmark_data_inputs, choose_benchmarks,
+                                 identity_mismatches, mining_jobs, probe_runs)
+from argent.tables.claims_spec import check_claims
 from argent.workflow_config import WorkflowConfig, setting
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
@@ -54,6 +58,8 @@ class Dag:
     mining: dict[str, str]  # {negatives parquet: the training shards it is mined from}
     probe: dict[str, RunKey]  # {probe result: the run it reads}
     notes: list[str] = field(default_factory=list)  # printed once per build
+    # finished runs whose summary.json carries another identity hash than the plan's: retrained
+    stale: dict[RunKey, IdentityMismatch] = field(default_factory=dict)
 
     def setting(self, section: str, key: str) -> Any:
         """``<section>.<key>`` as configured, else its typed section's default (the only default)."""
@@ -113,6 +119,34 @@ class Dag:
             return run_identity(self.plan.configs[key.group], key, self.root)
         except ConfigError as err:
             raise ConfigError(f"config for run {key}: {err}") from None
+
+    def identity_marker(self, key: RunKey) -> str:
+        """``<results>/identity/<group>/<variant>-<size>/seed<k>.txt``: written at DAG build when the
+        run's folder holds a finished run of another identity (``write_identity_markers``)."""
+        return self.r("identity", key.group, f"{key.variant}-{key.size}", f"seed{key.seed}.txt")
+
+    def identity_inputs(self, key: RunKey) -> list[str]:
+        """The train job's extra input: the run's identity marker, once one was written. A folder whose
+        summary carries another hash than the plan's (trained by hand with another config, variant or
+        ``--name``: Snakemake has no record of it, so its ``hash`` param says nothing) gets a marker
+        newer than that summary, and Snakemake re-runs the training for the newer input. The marker
+        stays an input after the retraining (older than the new summary: nothing to do), so the job's
+        set of inputs does not change again; a run that never had one has no extra input at all."""
+        marker = self.identity_marker(key)
+        return [marker] if key in self.stale or Path(marker).is_file() else []
+
+    def write_identity_markers(self) -> list[str]:
+        """Write (or refresh) the marker of every stale run, newer than its summary: the only files the
+        identity check writes at DAG build; it never touches a run folder. Returns the markers."""
+        written = []
+        for key, stale in self.stale.items():
+            marker = Path(self.identity_marker(key))
+            write_text_if_changed(marker, stale.line() + "\n")
+            if marker.stat().st_mtime_ns <= stale.summary_mtime_ns:  # same text as before: make it newer
+                newer = max(time.time_ns(), stale.summary_mtime_ns + 1_000_000_000)
+                os.utime(marker, ns=(newer, newer))
+            written.append(str(marker))
+        return written
 
     def run_resource(self, group: str, key: str, default: Any) -> Any:
         return (self.plan.configs[group].get("runs") or {}).get(key, default)
@@ -236,6 +270,7 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
     workflow = WorkflowConfig(config, "config", root)
     workflow.check_all()  # the typed sections, key by key (the schema lists none)
+    check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
     try:
         plan = build_plan(config, root)
     except ConfigError as err:
@@ -245,5 +280,7 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     notes += skipped
     benchmarks = choose_benchmarks(config, root)
     notes += benchmarks.skipped.values()
+    stale = identity_mismatches(plan, root, Path(config["results"]))  # reads the summaries, writes nothing
+    notes += [m.line() for m in stale.values()]
     return Dag(config=config, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
-               mining=mining_jobs(plan, root), probe=probe_runs(config, plan), notes=notes)
+               mining=mining_jobs(plan, root), probe=probe_runs(config, plan), notes=notes, stale=stale)

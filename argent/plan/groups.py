@@ -18,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import (
+    MODEL_SIZES,
     ConfigError,
+    DataConfig,
     ExperimentConfig,
+    ModelConfig,
+    OptimConfig,
+    TrainConfig,
     check_name,
     deep_merge,
     experiment_from_dict,
@@ -27,6 +32,7 @@ from argent.config import (
     parse_override,
 )
 from argent.limits import check_seed
+from argent.typed import check_partial
 from argent.workflow_config import setting
 
 TUNED_VARIANT = "argent-tuned"  # the tuned study's best trial, retrained (base variant + best.yaml)
@@ -86,6 +92,35 @@ def _list(value: Any, where: str, item: type, check: Callable[[Any, str], Any] |
     return list(value)
 
 
+# override section -> the run-level type its keys are fields of (per size for the *_by_size ones)
+OVERRIDE_TYPES: dict[str, tuple[type, bool]] = {
+    "train": (TrainConfig, False), "optim": (OptimConfig, False), "data": (DataConfig, False),
+    "train_by_size": (TrainConfig, True), "model": (ModelConfig, True),
+}
+
+
+def check_overrides(overrides: dict[str, Any], where: str) -> None:
+    """A group's overrides on their own, before they are merged: every key one the run config has and
+    every value of its type, named by its full path (``groups.main.overrides.train.stepz``). Ranges
+    and cross-key checks follow on the merged config (``build_plan`` resolves each run)."""
+    for section, (cls, per_size) in OVERRIDE_TYPES.items():
+        value = overrides.get(section)
+        if value is None:
+            continue
+        if not per_size:
+            check_partial(cls, value, f"{where}.{section}")
+            continue
+        _typed(value, dict, f"{where}.{section}", "a mapping of size -> keys")
+        unknown = sorted(set(value) - set(MODEL_SIZES))
+        if unknown:
+            raise ConfigError(f"{where}.{section}: unknown size(s) {unknown}; allowed: {sorted(MODEL_SIZES)}")
+        for size, keys in value.items():
+            check_partial(cls, keys or {}, f"{where}.{section}.{size}")
+    for key, value in (overrides.get("runs") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{where}.runs.{key}: expected an integer >= 0, got {value!r}")
+
+
 def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
     """Every group of ``cfg['groups']`` (disabled ones included), checked key by key."""
     raw = cfg.get("groups")
@@ -107,6 +142,7 @@ def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
         bad_runs = sorted(set(overrides.get("runs") or {}) - set(RUN_RESOURCE_KEYS))
         if bad_runs:
             raise ConfigError(f"{where}.overrides.runs: unknown key(s) {bad_runs}; allowed: {list(RUN_RESOURCE_KEYS)}")
+        check_overrides(overrides, f"{where}.overrides")
         tables = _typed(entry.get("tables", []), list, f"{where}.tables", "a list")
         bad_tables = [t for t in tables if t not in TABLE_NAMES]
         if bad_tables:
@@ -233,6 +269,7 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             plan.left_out.append((group.name, reason))
             continue
         plan.configs[group.name] = gcfg
+        check_group_runs(gcfg, group, base_dir)
         if TUNED_VARIANT in group.variants:
             check_trial_config(gcfg, base_dir)
     hashes: dict[RunKey, str] = {}
@@ -254,6 +291,19 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             if hashes[key] == hashes[other]:
                 plan.home[key] = plan.home[other]
     return plan
+
+
+def check_group_runs(gcfg: dict[str, Any], group: Group, base_dir: Path) -> None:
+    """Each variant and size the group trains resolved from its merged config (base + overrides), so a
+    value out of range there stops the plan with the group named, not a job or the cost table."""
+    for variant in dict.fromkeys(group.variants):
+        for size in dict.fromkeys(group.sizes):
+            key = RunKey(group.name, variant, size, group.seeds[0] if group.seeds else 0)
+            try:
+                run_experiment(gcfg, key, base_dir)
+            except ConfigError as err:
+                raise ConfigError(f"groups.{group.name} (the base config with its overrides), run {variant}-{size}: "
+                                  f"{err}") from None
 
 
 def trial_overrides(gcfg: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,11 @@
 """What the workflow builds, decided from the config and the plan: which benchmarks run, what they
 read that the DAG makes, which parquet of hard negatives is mined from which shards, which runs the
-probe reads. Pure functions, torch-free, tested with their messages (tests/test_plan_targets.py);
-workflow/rules/common.smk only turns their answers into Snakemake inputs and outputs.
+probe reads, and which finished run folders hold another run than the plan trains there (their
+``summary.json`` carries another identity hash: ``identity_mismatches``; the DAG retrains them, the
+tables and ``argent evaluate`` refuse them: ``planned_hash`` is the one home of the hash every reader
+compares with). Pure functions, torch-free, tested with their messages (tests/test_plan_targets.py,
+tests/test_faults/test_identity_reads.py); workflow/rules/common.smk only turns their answers into
+Snakemake inputs and outputs.
 """
 
 from __future__ import annotations
@@ -10,14 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from argent.config import ConfigError, check_name
 from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
-from argent.layout import probe_result
-from argent.plan.groups import Plan, RunKey, uses_negatives
+from argent.io import ArgentError, ReadError, read_json_object
+from argent.layout import SUMMARY, Results, probe_result, run_dir
+from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment, uses_negatives
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
+from argent.typed import strict_yaml
 from argent.workflow_config import setting
 
-__all__ = ["BenchmarkChoice", "benchmark_data_inputs", "choose_benchmarks", "mining_jobs", "probe_runs"]
+__all__ = ["BenchmarkChoice", "IdentityError", "IdentityMismatch", "benchmark_data_inputs", "choose_benchmarks",
+           "check_stamp", "identity_mismatches", "mining_jobs", "planned_hash", "probe_runs", "stamped_hash"]
 
 
 @dataclass(frozen=True)
@@ -111,3 +120,110 @@ def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
                 home = plan.home[key]
                 out[str(probe_result(results, home.group, variant, size, seed))] = home
     return out
+
+
+# ---- run identity at every read ------------------------------------------------------------------
+
+
+class IdentityError(ArgentError, ValueError):
+    """A file of a run folder (summary, evaluation) carries another identity hash than the run the plan
+    trains there: its numbers belong to another config, variant or ``--name``."""
+
+
+def tuned_variant_file(cfg: dict[str, Any], results: Path) -> Path:
+    """The study's ``best.yaml``: what the train rule passes the tuned variant with ``--variant-file``."""
+    return Results(results).study_best(str(setting(cfg, "tune", "study")))
+
+
+def planned_hash(plan: Plan, key: RunKey, base_dir: Path, results: Path) -> str | None:
+    """The identity hash the workflow's train job stamps ``key``'s run with: its group's config, the
+    base variant recorded under the run's name (``argent train --variant <base> --name <variant>``,
+    ``argent.plan.groups.run_experiment``), and for the tuned variant the study's ``best.yaml`` on
+    top, read as ``argent train --variant-file`` reads it (None while the study has not written it:
+    nothing to compare yet). For every other run it is the train rule's ``hash`` param."""
+    gcfg = plan.configs[key.group]
+    extra = None
+    if key.variant == TUNED_VARIANT:
+        best = tuned_variant_file(gcfg, results)
+        if not best.is_file():
+            return None
+        try:
+            extra = (strict_yaml(best.read_text(), best) or {}).get("variant", {})
+        except (yaml.YAMLError, AttributeError) as err:
+            raise ConfigError(f"{best}: not a YAML mapping with a 'variant' section ({err})") from None
+    try:
+        return run_experiment(gcfg, key, base_dir, extra).result_hash()
+    except ConfigError as err:
+        raise ConfigError(f"config for run {key}: {err}") from None
+
+
+def stamped_hash(path: Path) -> str | None:
+    """The ``config_hash`` a summary or evaluation JSON carries (None: it carries none)."""
+    value = read_json_object(path).get("config_hash")
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class IdentityMismatch:
+    """A finished run folder whose ``summary.json`` carries another hash than the plan trains there."""
+
+    key: RunKey
+    folder: str
+    found: str       # the summary's config_hash ("none": it carries none; "unreadable")
+    planned: str
+    summary_mtime_ns: int  # the DAG's marker is made newer than this
+
+    def line(self) -> str:
+        return (f"argent: {self.folder}: its {SUMMARY} carries config hash {self.found}, the plan trains "
+                f"{self.key} there with hash {self.planned} (trained with another config, variant or --name): "
+                f"retrained (the new run is staged; its checkpoint and config stay until it finishes)")
+
+
+def identity_mismatches(plan: Plan, base_dir: Path, results: Path) -> dict[RunKey, IdentityMismatch]:
+    """The finished runs the plan trains whose ``summary.json`` carries another identity hash than the
+    plan's (a folder trained by hand with another config, variant or ``--name``; a legacy stamp that
+    ``argent restamp`` did not carry over). The DAG writes each one a marker newer than its summary, an
+    input of its train job (``Dag.identity_inputs``), so that it is retrained whatever Snakemake's
+    records say (a folder trained by hand has none). Reads the run folders only.
+    A tuned run before its study's ``best.yaml`` exists is not compared."""
+    out: dict[RunKey, IdentityMismatch] = {}
+    for key in plan.trained:
+        folder = run_dir(results, key.group, key.variant, key.size, key.seed)
+        summary = folder / SUMMARY
+        try:
+            stat = summary.stat()
+        except OSError:
+            continue  # unfinished or absent: the train job runs anyway
+        try:
+            found = stamped_hash(summary) or "none"
+        except ReadError:
+            found = "unreadable"
+        try:
+            planned = planned_hash(plan, key, base_dir, results)
+        except ConfigError:
+            if key.variant != TUNED_VARIANT:
+                raise
+            planned = None  # a malformed best.yaml: left to the train job, which reads it and names it
+        if planned is not None and found != planned:
+            out[key] = IdentityMismatch(key, str(folder), found, planned, stat.st_mtime_ns)
+    return out
+
+
+def check_stamp(path: Path, found: str | None, plan: Plan, key: RunKey, base_dir: Path, results: Path,
+                   planned: dict[RunKey, str | None]) -> None:
+    """Refuse a summary or evaluation JSON at ``path`` that carries another hash than the run ``key``
+    the plan trains (``planned`` caches ``planned_hash``). A file without a hash is not compared."""
+    if found is None:  # none recorded (a file not written by argent): nothing to compare
+        return
+    if key not in planned:
+        planned[key] = planned_hash(plan, key, base_dir, results)
+    expected = planned[key]
+    if expected is None or found == expected:
+        return
+    folder = run_dir(results, key.group, key.variant, key.size, key.seed)
+    raise IdentityError(
+        f"{path}: carries config hash {found}, but the plan trains {key} into {folder} with hash {expected}; "
+        f"its numbers belong to another run (another config, variant or --name). Fix: re-run the workflow "
+        f"(snakemake retrains the run and re-evaluates it), or `argent restamp --run {folder} --config <the "
+        f"workflow config>` if it was stamped before run identity v1, or move {folder} (and its evaluations) "
+        f"out of {results}")

@@ -97,8 +97,10 @@ def probe_section(raw: dict[str, Any], base_dir: Path | None = None) -> ProbeSec
     return from_dict(ProbeSection, section, "probe")
 
 
-def load_probe_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> ProbeSection:
-    """The ``probe:`` section of the workflow config file alone (none: defaults), after
+def load_probe_section(config: str | Path | None, overrides: list[str] | tuple[str, ...] = (),
+                       merge_default: bool = True) -> ProbeSection:
+    """The ``probe:`` section of the workflow config file merged over config/config.yaml as Snakemake
+    merges it (``merge_default=False``: the file alone; none: defaults), after
     ``probe.<key>=<value>`` overrides (argent.workflow_config, the one door). The probe reads no
     other section, so an override elsewhere would do nothing; it is refused."""
-    return load_config(config, overrides, merge_default=False, only="probe").probe
+    return load_config(config, overrides, merge_default=merge_default, only="probe").probe

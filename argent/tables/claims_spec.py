@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argent.typed import strict_yaml
+import yaml
+
+from argent.typed import ConfigError, strict_yaml
 
 EXPECT = ("better", "worse", "equal")
 CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note"}
@@ -95,8 +97,16 @@ class ClaimsSpec:
     amendments: list[Amendment] = field(default_factory=list)
 
 
-def _fail(where: str, what: str) -> ValueError:
-    return ValueError(f"{where}: {what}")
+def _fail(where: str, what: str) -> ConfigError:
+    return ConfigError(f"{where}: {what}")
+
+
+DEFAULT_GROUP = "main"  # a bare variant name in a claim's a/b means this group (argent/tables/run.py)
+
+
+def _run_name(value: Any) -> str:
+    """A claim's ``a``/``b`` as ``<group>/<variant>`` (a bare variant name is in group main)."""
+    return value if "/" in value else f"{DEFAULT_GROUP}/{value}"
 
 
 def parse_roles(section: dict[str, Any], where: str = "tables.claims.metrics") -> dict[str, list[MetricSpec]]:
@@ -110,8 +120,12 @@ def parse_roles(section: dict[str, Any], where: str = "tables.claims.metrics") -
             unknown = set(e) - {"benchmark", "metric", "scale", "lower_is_better"}
             if unknown:
                 raise _fail(f"{where}.{role}[{i}]", f"unknown keys {sorted(unknown)}")
-            specs.append(MetricSpec(str(e["benchmark"]), str(e["metric"]), float(e.get("scale", 1.0)),
-                                    bool(e.get("lower_is_better", False))))
+            scale, lower = e.get("scale", 1.0), e.get("lower_is_better", False)
+            if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+                raise _fail(f"{where}.{role}[{i}].scale", f"expected a number > 0, got {scale!r}")
+            if not isinstance(lower, bool):
+                raise _fail(f"{where}.{role}[{i}].lower_is_better", f"expected true/false, got {lower!r}")
+            specs.append(MetricSpec(str(e["benchmark"]), str(e["metric"]), float(scale), lower))
         roles[role] = specs
     return roles
 
@@ -206,6 +220,9 @@ def load_claims(path: Path) -> ClaimsSpec:
         data = strict_yaml(Path(path).read_text(), path)  # a repeated key is an error naming file and line
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: claims file not found; set tables.claims.file in the workflow config") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise _fail(str(path), f"not a YAML claims file ({' '.join(str(err).split())}); fix it, or point "
+                    "tables.claims.file at config/claims.yaml") from None
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise _fail(str(path), "expected a top-level 'claims:' list")
     unknown = set(data) - set(TOP_KEYS)
@@ -222,9 +239,18 @@ def load_claims(path: Path) -> ClaimsSpec:
         missing = [k for k in ("id", "source", "a", "b", "primary", "metrics") if k not in c]
         if missing:
             raise _fail(f"{path}: claims[{i}]", f"missing keys {missing}")
+        for key, what in (("id", "a short unique name"), ("a", "a run, <group>/<variant>"),
+                          ("b", "a run, <group>/<variant>"), ("primary", f"one of its metric roles, or '{NO_PRIMARY}'")):
+            value = c[key]
+            # primary: null falls through to "is not one of its metrics" below, which names the way out
+            if isinstance(value, (list, dict)) or (key != "primary" and (not isinstance(value, str) or not value.strip())):
+                raise _fail(f"{path}: claims[{i}].{key}", f"expected text ({what}), got {value!r}")
         extra = set(c) - CLAIM_KEYS
         if extra:
             raise _fail(f"{path}: claims[{i}] ({c['id']})", f"unknown keys {sorted(extra)}; allowed: {sorted(CLAIM_KEYS)}")
+        if _run_name(c["a"]) == _run_name(c["b"]):
+            raise _fail(f"{path}: claim {c['id']}", f"a: {c['a']!r} and b: {c['b']!r} are the same run; a claim "
+                        "compares two different runs (A − B would be 0 on every seed, an 'equivalent' at p = 0)")
         if c["id"] in seen:
             raise _fail(f"{path}: claims[{i}]", f"duplicate id {c['id']!r}")
         seen.add(c["id"])
@@ -278,3 +304,23 @@ def kind_of_test(cm: ClaimMetric, margin: Margin) -> str:
     if not cm.basis and diff is not None and abs(diff) < margin.delta:
         return "equivalence"
     return "difference"
+
+
+def check_claims(cfg: dict[str, Any], base_dir: Path) -> ClaimsSpec | None:
+    """The claims file ``tables.claims.file`` and its role map ``tables.claims.metrics`` parsed now,
+    as the tables job will (a broken claims file stops ``snakemake -n`` and ``argent check``, not the
+    tables job after every training). None when the config names no claims file."""
+    tables = cfg.get("tables") or {}
+    section = tables.get("claims") if isinstance(tables, dict) else None
+    if not isinstance(section, dict) or not section.get("file"):
+        return None
+    if not isinstance(section["file"], str):
+        raise _fail("tables.claims.file", f"expected a path, got {section['file']!r}")
+    path = Path(section["file"])
+    path = path if path.is_absolute() else Path(base_dir) / path
+    if not path.is_file():
+        raise _fail(f"tables.claims.file: {path}", "claims file not found; point it at the claims file "
+                    "(config/claims.yaml)")
+    spec = load_claims(path)
+    spec.roles = parse_roles(section.get("metrics") or {})
+    return spec

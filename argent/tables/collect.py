@@ -10,6 +10,8 @@
   say when a cell has fewer.
 - ``collect_skips``: the samples each training run and each evaluation skipped or dropped, by
   reason (nonzero only), for the tables' footnote.
+- ``check_run_identities``: every summary and evaluation of a run the plan trains carries that run's
+  identity hash (``argent.plan.targets.planned_hash``), else the tables stop naming the file.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from typing import Any
 
 import polars as pl
 
-from argent.io import flatten, read_json
+from argent.io import ReadError, flatten, read_json_object
 from argent.plan.groups import Plan
-from argent.layout import SUMMARY, Results, RunFolder, run_parts
+from argent.plan.targets import check_stamp, stamped_hash
+from argent.layout import SUMMARY, Results, RunFolder, eval_dir, run_dir, run_parts
 from argent.runs import read_metrics
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
@@ -35,12 +38,36 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def read_evaluation(path: Path) -> dict[str, Any]:
+    """An evaluation JSON, its shape checked: an object whose ``metrics`` is an object of numbers (or
+    null, or nested objects of them; a list, a per-level profile, and a flag are not shown) and whose
+    ``counts`` is an object. Anything else (a number written as a string: "0.5") is a ``ReadError``
+    naming the file and the key, not a cell that reads "not evaluated"."""
+    data = read_json_object(path, "an evaluation result (a JSON object)")
+    metrics = data.get("metrics", {})
+    if not isinstance(metrics, dict):
+        raise ReadError(f"{path}: 'metrics' must be an object of metric values, got a {type(metrics).__name__}; "
+                        f"re-run `argent evaluate` for it")
+    for key, value in flatten(metrics, sep="/").items():
+        if not (value is None or _is_number(value) or isinstance(value, (list, bool))):
+            raise ReadError(f"{path}: metrics/{key}: {value!r} is not a number (a {type(value).__name__}); "
+                            f"re-run `argent evaluate` for it")
+    counts = data.get("counts", {})
+    if counts is not None and not isinstance(counts, dict):
+        raise ReadError(f"{path}: 'counts' must be an object, got a {type(counts).__name__}")
+    for kind in ("skipped", "dropped"):
+        if (counts or {}).get(kind) is not None and not isinstance(counts[kind], dict):
+            raise ReadError(f"{path}: counts/{kind} must be an object of counts by reason, "
+                            f"got a {type(counts[kind]).__name__}")
+    return data
+
+
 def collect(eval_dir: Path) -> pl.DataFrame:
     """One row per (group, variant, size, seed, benchmark, metric) with a numeric or null value."""
     rows = []
     for path in sorted(eval_dir.glob("*/*/seed*/*.json")):
         group, variant, size, seed = run_parts(path.parent)
-        data = read_json(path)  # a torn or malformed file is an error naming it, before any table is written
+        data = read_evaluation(path)  # a torn or malformed file is an error naming it, before any table is written
         check_identity(path, data, variant, size, seed)
         for metric, value in flatten(data.get("metrics", {}), sep="/").items():
             if value is None or _is_number(value):
@@ -48,6 +75,20 @@ def collect(eval_dir: Path) -> pl.DataFrame:
                 rows.append({"group": group, "variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
                              "metric": metric, "value": number, "partial": data.get("partial") is True})
     return pl.DataFrame(rows, schema=LONG_SCHEMA)
+
+
+def check_run_identities(plan: Plan, results: Path, base_dir: Path) -> None:
+    """Every run the plan trains: its ``summary.json`` and each evaluation JSON in its folder must carry
+    the identity hash the plan trains it with (a run trained into the folder by hand with another
+    config, variant or ``--name`` carries another): else an ``IdentityError`` naming the file, the
+    folder, both hashes and the fix. A file that records no hash is not compared."""
+    planned: dict = {}
+    for key in plan.trained:
+        summary = run_dir(results, key.group, key.variant, key.size, key.seed) / SUMMARY
+        files = [summary] if summary.is_file() else []
+        files += sorted(eval_dir(results, key.group, key.variant, key.size, key.seed).glob("*.json"))
+        for path in files:
+            check_stamp(path, stamped_hash(path), plan, key, base_dir, results, planned)
 
 
 def check_identity(path: Path, data: dict[str, Any], variant: str, size: str, seed: int) -> None:
@@ -76,11 +117,11 @@ def collect_skips(results: Path) -> list[dict[str, Any]]:
                      "n": n} for reason, n in _nonzero(counts).items())
 
     for path in sorted(Results(results).runs.glob(f"*/*/seed*/{SUMMARY}")):
-        summary = read_json(path)
+        summary = read_json_object(path, "a run summary (a JSON object)")
         add(path.parent, "training", "skipped", summary.get("skipped_samples"))
         add(path.parent, "training", "dropped", summary.get("dropped_samples"))
     for path in sorted(Results(results).eval.glob("*/*/seed*/*.json")):
-        counts = read_json(path).get("counts") or {}
+        counts = read_evaluation(path).get("counts") or {}
         add(path.parent, path.stem, "skipped", counts.get("skipped"))
         add(path.parent, path.stem, "dropped", counts.get("dropped"))
     return rows

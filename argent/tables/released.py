@@ -13,6 +13,7 @@ from typing import Any
 
 from argent.io import flatten, read_json
 from argent.layout import PRETRAINED_GROUP
+from argent.tables.paper import PARTIAL_MARK
 
 NOTE = "released, not trained here"
 
@@ -35,13 +36,17 @@ def released_table(eval_dir: Path, columns: list[dict[str, Any]]) -> tuple[str, 
             metrics = flatten(result.get("metrics", {}), sep="/") if result else {}
             value = metrics.get(col["metric"])
             scaled = None if value is None else float(value) * float(col.get("scale", 1.0))
+            partial = bool(result) and result.get("partial") is True  # skipped items: marked, as in the main table
             row[col["label"]] = scaled
-            cells.append("not evaluated" if result is None else "n/a" if scaled is None else f"{scaled:.1f}")
+            row[f"{col['label']} partial"] = partial
+            mark = f" {PARTIAL_MARK}" if partial and scaled is not None else ""
+            cells.append("not evaluated" if result is None else "n/a" if scaled is None else f"{scaled:.1f}{mark}")
         records.append(row)
         lines.append(f"| {name} | {row['layout']}:{row['arch']} | " + " | ".join(cells) + " |")
     header = ["# Released models (" + NOTE + ")", "",
               "One evaluation of the released weights per model (no seeds, no interval); argent's protocol and "
-              "data, the model's own preprocessing and tokenizer (docs/pretrained.md). Not part of any claim.", "",
+              "data, the model's own preprocessing and tokenizer (docs/pretrained.md). Not part of any claim. "
+              f"{PARTIAL_MARK} = an evaluation marked partial (items skipped; its JSON says why).", "",
               "| model | layout | " + " | ".join(c["label"] for c in columns) + " |",
               "|---|---|" + "---|" * len(columns)]
     return "\n".join(header + lines) + "\n", records

@@ -25,8 +25,8 @@ from argent.tables.cost import read_benchmarks, run_cpu_seconds, write_cost_tabl
 from argent.plan.groups import Plan, build_plan
 from argent.layout import Results, RunFolder, run_dir
 from argent.runs import hardware_classes, read_provenance
-from argent.tables.collect import (collect, collect_diagnostics, collect_skips, configured_seeds, configured_variants,
-                                   group_sizes, listed_runs, qualify, skips_footnote)
+from argent.tables.collect import (check_run_identities, collect, collect_diagnostics, collect_skips, configured_seeds,
+                                   configured_variants, group_sizes, listed_runs, qualify, skips_footnote)
 from argent.tables.figures import copy_run_figures, training_curves
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
 from argent.tables.paper import TableInput, ablation_table, hardware_footnote, main_table
@@ -114,6 +114,9 @@ def run(opts: TablesOptions) -> list[Path]:
     opts.tables_dir.mkdir(parents=True, exist_ok=True)
     plan = build_plan(cfg, opts.base_dir)
     long = listed_runs(collect(layout.eval), plan)
+    # A row is the run the plan trains in its folder: a summary or evaluation of another identity (a
+    # run trained there by hand with another config, variant or --name) stops the tables, named.
+    check_run_identities(plan, results, opts.base_dir)
     if long.is_empty():
         raise ValueError(f"no evaluation JSON of a run the config's groups list under {layout.eval}; "
                          f"run the evaluate jobs first")

@@ -10,6 +10,7 @@ it into the numbers the tables report (docs/tuning.md).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,18 @@ from typing import Any
 from argent.config import ConfigError, TrackingConfig, deep_merge, experiment_from_dict, parse_override
 from argent.runs import load_model
 from argent.engine.trainer import train
-from argent.evaluation.benchmarks import CLEANED, ITEMS, PROTOCOLS, entry_hash, entry_paths, parse_benchmark
+from argent.evaluation.benchmarks import (
+    CLEANED,
+    ITEMS,
+    PROTOCOLS,
+    PepEntry,
+    RetrievalEntry,
+    ZeroShotEntry,
+    entry_hash,
+    entry_paths,
+    parse_benchmark,
+)
+from argent.evaluation.hierarchy import HIERARCHY_METRICS
 from argent.evaluation.runner import evaluate
 from argent.tuning.config import ObjectiveTerm, TuneConfig
 from argent.tuning.space import variant_overrides
@@ -67,7 +79,39 @@ def validation_benchmarks(tune: TuneConfig, workflow: dict[str, Any], base_dir: 
                         f"the data of the test benchmark benchmarks.{other}; give it a validation split's files."
                     )
         entries[name] = parse_benchmark(name, raw, base_dir)
+    check_objective_metrics(tune, entries)
     return entries
+
+
+_PEP_LEVELS = re.compile(r"^(auc|ap)_L\d+$")  # one per caption level of the data
+
+
+def produced_metrics(entry: Any) -> tuple[set[str], re.Pattern[str] | None] | None:
+    """The metric keys a benchmark entry's result holds (names, and a pattern for the per-level
+    ones), known from its protocol and options before anything runs; None where they depend on the
+    data (compositional categories, the analysis), which are then found when the first trial scores."""
+    if isinstance(entry, ZeroShotEntry):
+        return {"top1", "mean_per_class", "n_classes_evaluated", *(HIERARCHY_METRICS if entry.taxonomy else ())}, None
+    if isinstance(entry, RetrievalEntry):
+        return {f"{d}_R@{k}" for d in ("i2t", "t2i") for k in entry.ks}, None
+    if isinstance(entry, PepEntry):
+        return {"auc", "ap", "raw_auc", "raw_ap", "n_positive", "n_negative", "mean_phi_positive",
+                "mean_phi_negative", "zero_score_share"}, _PEP_LEVELS
+    return None
+
+
+def check_objective_metrics(tune: TuneConfig, entries: dict[str, Any]) -> None:
+    """Each objective term's metric one its benchmark produces, before any trial trains (a typo used
+    to surface as an Optuna traceback once trial 0 had trained and scored)."""
+    for i, term in enumerate(tune.objective):
+        known = produced_metrics(entries[term.benchmark])
+        if known is None:
+            continue
+        names, pattern = known
+        if term.metric not in names and not (pattern is not None and pattern.match(term.metric)):
+            listed = sorted(names) + ([pattern.pattern] if pattern is not None else [])
+            raise ConfigError(f"tune.objective[{i}].metric: {term.metric!r} is not a metric of benchmarks."
+                              f"{term.benchmark} (protocol {entries[term.benchmark].protocol}); its metrics: {listed}")
 
 
 def _metric(result: dict[str, Any], key: str, benchmark: str) -> float:
@@ -129,7 +173,8 @@ class TrainingObjective:
             value, scores = self.scorer(model)
             ctx.report(value, step, scores)
 
-        train(exp, ctx.run_dir, resume="no", on_checkpoint=on_checkpoint)
+        # A signal kills the worker as before: its trial is retried by the next worker (docs/tuning.md).
+        train(exp, ctx.run_dir, resume="no", on_checkpoint=on_checkpoint, preemptible=False)
         model, _ = load_model(ctx.run_dir, device=exp.train.device)
         value, scores = self.scorer(model)
         ctx.trial.set_user_attr("scores", scores)

@@ -1,8 +1,9 @@
 """The smoke DAG on a real one-node Slurm cluster (scripts/slurm-local.sh) through profiles/slurm:
 every job is a Slurm job, and the tables equal those of a local run; its two Optuna workers, two
-Slurm jobs sharing the stack's PostgreSQL, finish exactly the trial budget; a training job killed
-with `scancel` is resubmitted by the profile's retries and resumes from its checkpoint, ending where
-a run that was never killed ends."""
+Slurm jobs sharing the stack's PostgreSQL, finish exactly the trial budget; a training job signalled
+mid-run (a preemption) or stopped by its time limit checkpoints the step it reached, is resubmitted
+by the profile's retries and resumes at exactly that step, ending bit for bit where a run that was
+never stopped ends."""
 
 from __future__ import annotations
 
@@ -172,7 +173,11 @@ def test_two_tune_workers_as_slurm_jobs_on_postgresql_finish_exactly_the_budget(
     assert sum(sum(r.values()) for r in ran) == tune["n_trials"], ran
 
 
-STEPS, CHECKPOINT_EVERY = 240, 20  # long enough to be caught after its first checkpoint
+# About 80 s of training on 2 cores: long enough to be caught mid-run and to outlive a 1-minute time limit;
+# no periodic checkpoint before the end, so every other checkpoint is a stop's.
+STEPS, BATCH, CHECKPOINT_EVERY = 360, 128, 1000
+RESUMED = re.compile(r"resumed \S+ at step (\d+)")
+PREEMPTED = "returned non-zero exit status 75"  # argent train's status after checkpointing on a signal
 
 
 def slurm_jobs_of_rule(rule: str) -> list[int]:
@@ -188,60 +193,122 @@ def comparable(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in row.items() if not k.startswith("perf/")} for row in rows]
 
 
-def test_a_training_job_cancelled_mid_run_is_resubmitted_and_resumes(slurm, tmp_path):
+def long_run(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A checkout with one longer training of the smoke config: (repo, run folder, its summary target)."""
     repo = checkout(tmp_path / "repo")
-    # One longer training of the smoke config (its data generated first, a Slurm job too).
-    overrides = {"train": {"steps": STEPS, "checkpoint_every": CHECKPOINT_EVERY, "log_every": 2}}
-    (repo / "config" / "scancel.yaml").write_text(yaml.safe_dump(overrides))
+    overrides = {"train": {"steps": STEPS, "batch_size": BATCH, "checkpoint_every": CHECKPOINT_EVERY, "log_every": 2}}
+    (repo / "config" / "long.yaml").write_text(yaml.safe_dump(overrides))
     run = run_dir(repo / "results" / "smoke", "main", "clip", "tiny", 0)
-    target = str((run / "summary.json").relative_to(repo))
-    log = tmp_path / "snakemake.log"
-    proc = subprocess.Popen(snakemake_cmd(target, "--profile", "profiles/slurm", "--jobs", "1", *SITE,
-                                          configs=("config/scancel.yaml",)),
-                            cwd=repo, env=child_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return repo, run, str((run / "summary.json").relative_to(repo))
+
+
+def checkpoint_step(run: Path) -> int | None:
+    """The step of the run's checkpoint now (written atomically: a reader sees the old or the new one)."""
     try:
-        deadline, cancelled = time.monotonic() + 900, None
-        while cancelled is None:  # wait for the first checkpoint, then cancel the job as an admin would
-            assert proc.poll() is None, f"snakemake ended before the cancel:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"no checkpoint in 15 min:\n{log.read_text()[-3000:]}"
-            jobs = slurm_jobs_of_rule("train")
-            if jobs and RunFolder(run).checkpoint.is_file():
-                assert not RunFolder(run).summary.is_file(), "the run finished before the cancel: raise STEPS"
-                cancelled = jobs[0]
-                subprocess.run(["scancel", str(cancelled)], check=True, env=child_env())
-            time.sleep(0.2)
-        proc.wait(timeout=1200)
+        return int(torch.load(RunFolder(run).checkpoint, weights_only=True)["step"])
+    except (FileNotFoundError, RuntimeError, EOFError):
+        return None
+
+
+def watch(proc: subprocess.Popen, run: Path, log: Path, on_training=None, timeout: float = 1500) -> list[int]:
+    """Poll a Snakemake run until it ends: the distinct steps its checkpoint held before the final one
+    (with no periodic checkpoint before the end, each is a stop on a signal). ``on_training(jobs)`` is
+    called once the train job has logged a few steps."""
+    deadline, stops, called = time.monotonic() + timeout, [], on_training is None
+    try:
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, f"not finished in {timeout} s:\n{log.read_text()[-3000:]}"
+            step = checkpoint_step(run)
+            if step is not None and step < STEPS and step not in stops:
+                stops.append(step)
+            metrics = RunFolder(run).metrics
+            if not called and metrics.is_file() and len(metrics.read_text().splitlines()) >= 5:
+                jobs = slurm_jobs_of_rule("train")
+                if jobs:
+                    assert not RunFolder(run).summary.is_file(), "the run finished before the signal: raise STEPS"
+                    on_training(jobs)
+                    called = True
+            time.sleep(0.1)
     finally:
         if proc.poll() is None:
             proc.kill()
-    out = log.read_text()
-    assert proc.returncode == 0, out[-5000:]
+    return stops
 
-    attempts = [(job, int(slurm_id)) for job, slurm_id, log in SUBMITTED.findall(out) if "rule_train" in log]
-    print(f"train job cancelled: Slurm job {cancelled}; submissions: {attempts}")
-    assert len(attempts) == 2 and attempts[0][0] == attempts[1][0], "one job, resubmitted once"
-    assert attempts[0][1] == cancelled
-    assert slurm_states([cancelled, attempts[1][1]]) == {cancelled: "CANCELLED", attempts[1][1]: "COMPLETED"}
-    # The second attempt resumed from the checkpoint the cancelled one left (its log: the rule's log).
-    resumed = re.findall(r"resumed \S+ at step (\d+)", (repo / "results" / "smoke" / "logs" / "train" /
-                                                        "main" / "clip-tiny-seed0.log").read_text())
-    assert len(resumed) == 1 and 0 < int(resumed[0]) < STEPS and int(resumed[0]) % CHECKPOINT_EVERY == 0, resumed
-    print(f"resumed at step {resumed[0]} of {STEPS}")
+
+def check_resumed_where_stopped(repo: Path, run: Path, reference: Path, out: str, stops: list[int]) -> list[int]:
+    """Each attempt but the last stopped on its signal (exit 75, its Slurm log) with a checkpoint of the
+    step it reached, between periodic checkpoints; the last resumed at the last such step; every step is
+    logged once; the run ends bit for bit where a run never stopped ends. Returns the Slurm job ids."""
+    attempts = [(int(slurm_id), Path(log)) for _, slurm_id, log in SUBMITTED.findall(out) if "rule_train" in log]
+    assert len(attempts) == len(stops) + 1 and stops, (attempts, stops)
+    assert all(PREEMPTED in log.read_text() for _, log in attempts[:-1]), "every stopped attempt exited 75"
+    assert all(0 < k < STEPS and k % CHECKPOINT_EVERY for k in stops) and stops == sorted(stops), stops
+    assert slurm_states([attempts[-1][0]]) == {attempts[-1][0]: "COMPLETED"}
+    resumed = RESUMED.findall((repo / "results" / "smoke" / "logs" / "train" / "main" / "clip-tiny-seed0.log").read_text())
+    assert resumed == [str(stops[-1])], (resumed, stops)  # the log is the last attempt's
     rows = read_metrics(RunFolder(run).metrics)
     assert [r["step"] for r in rows] == list(range(2, STEPS + 1, 2)), "every step logged once, none twice"
     assert json.loads(RunFolder(run).summary.read_text())["steps"] == STEPS
+    assert comparable(rows) == comparable(read_metrics(RunFolder(reference).metrics))
+    weights = torch.load(RunFolder(run).checkpoint, weights_only=True)["model"]
+    again = torch.load(RunFolder(reference).checkpoint, weights_only=True)["model"]
+    assert weights.keys() == again.keys() and all(torch.equal(weights[k], again[k]) for k in weights)
+    return [slurm_id for slurm_id, _ in attempts]
 
-    # The same run, never killed, trained here: the resumed run ends exactly where it ends.
-    reference = tmp_path / "reference"
+
+@pytest.fixture(scope="module")
+def never_stopped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The long run, never stopped, trained here from a checkout's smoke data (the same config and data)."""
+    repo, _, _ = long_run(tmp_path_factory.mktemp("never_stopped"))
+    data = subprocess.run(snakemake_cmd("data/smoke/hiershapes/manifest.json", "--cores", "1",
+                                        configs=("config/long.yaml",)),
+                          check=False, cwd=repo, capture_output=True, text=True, timeout=900, env=child_env())
+    assert data.returncode == 0, data.stderr[-3000:]  # the DAG build wrote results/smoke/groups/main.yaml
+    reference = repo.parent / "reference"
     proc = subprocess.run([sys.executable, "-m", "argent", "train", "--config", "results/smoke/groups/main.yaml",
                            "--variant", "clip", "--size", "tiny", "--seed", "0", "--out", str(reference),
                            "--threads", "1", "--set", "tracking.enabled=false"],
                           check=False, cwd=repo, capture_output=True, text=True, timeout=900, env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert comparable(rows) == comparable(read_metrics(RunFolder(reference).metrics))
-    weights = torch.load(RunFolder(run).checkpoint, weights_only=True)["model"]
-    again = torch.load(RunFolder(reference).checkpoint, weights_only=True)["model"]
-    assert weights.keys() == again.keys() and all(torch.equal(weights[k], again[k]) for k in weights)
+    return reference
+
+
+def test_a_training_job_signalled_mid_run_checkpoints_that_step_and_resumes_there(slurm, never_stopped, tmp_path):
+    """A preemption's SIGTERM (`scancel --signal=TERM`, as Slurm sends before it kills) between two periodic
+    checkpoints: the trainer checkpoints the step it reaches, the profile's retry resumes at that step."""
+    repo, run, target = long_run(tmp_path)
+    log = tmp_path / "snakemake.log"
+    proc = subprocess.Popen(snakemake_cmd(target, "--profile", "profiles/slurm", "--jobs", "1", *SITE,
+                                          configs=("config/long.yaml",)),
+                            cwd=repo, env=child_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
+    signalled = []
+
+    def preempt(jobs: list[int]) -> None:
+        signalled.append(jobs[0])
+        subprocess.run(["scancel", "--signal=TERM", str(jobs[0])], check=True, env=child_env())
+
+    stops = watch(proc, run, log, on_training=preempt)
+    out = log.read_text()
+    assert proc.returncode == 0, out[-5000:]
+    attempts = check_resumed_where_stopped(repo, run, never_stopped, out, stops)
+    assert attempts[0] == signalled[0] and len(attempts) == 2, (attempts, signalled)
+    print(f"Slurm job {signalled[0]} signalled; stopped at step {stops[0]} of {STEPS}, resumed there in job {attempts[1]}")
+
+
+def test_a_training_job_at_its_time_limit_checkpoints_the_step_it_reached(slurm, never_stopped, tmp_path):
+    """One-minute time limits with the profile's warning (here 20 s before the limit): every attempt is
+    stopped by it (or by the limit's own SIGTERM) at some step, and the next resumes at exactly that step."""
+    repo, run, target = long_run(tmp_path)
+    log = tmp_path / "snakemake.log"
+    limits = ["--set-resources", "train:runtime=1", "train:slurm_extra='--signal=TERM@20'"]
+    proc = subprocess.Popen(snakemake_cmd(target, "--profile", "profiles/slurm", "--jobs", "1", *SITE, *limits,
+                                          "--retries", "8", configs=("config/long.yaml",)),
+                            cwd=repo, env=child_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
+    stops = watch(proc, run, log)
+    out = log.read_text()
+    assert proc.returncode == 0, out[-5000:]
+    attempts = check_resumed_where_stopped(repo, run, never_stopped, out, stops)
+    print(f"Slurm jobs of the train job: {attempts}; stopped at steps {stops} of {STEPS}, each resumed there")
 
 
 def test_a_wrong_partition_is_a_clear_message(slurm, tmp_path):

@@ -25,6 +25,9 @@ for _line in ARGENT_DAG.notes:  # groups left out, the cost, optional data skipp
     print(_line, file=sys.stderr)
 for _path, _text in ARGENT_DAG.files().items():  # the config files the verbs read
     write_text_if_changed(_path, _text)
+# A finished run of another identity than the plan's (its summary's hash): a marker newer than its
+# summary, an input of its train job (argent.plan.targets.identity_mismatches); no run folder is touched.
+ARGENT_DAG.write_identity_markers()
 
 PLAN, PRETRAINED, MINING_JOBS = ARGENT_DAG.plan, ARGENT_DAG.pretrained, ARGENT_DAG.mining
 R = ARGENT_DAG.r
@@ -60,6 +63,10 @@ def run_hash(wildcards):
         return ARGENT_DAG.run_hash(key_of(wildcards))
     except ConfigError as err:
         raise ValueError(str(err)) from None
+
+
+def identity_inputs(wildcards):
+    return ARGENT_DAG.identity_inputs(key_of(wildcards))
 
 
 def run_resource(wildcards, key, default):

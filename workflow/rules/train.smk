@@ -16,6 +16,10 @@ rule train:
         data=training_data_inputs,
         image_cache=IMAGE_CACHE_MARKER or [],
         best=lambda w: [STUDY_BEST.format(study=ARGENT_DAG.setting("tune", "study"))] if w.variant == TUNED_VARIANT else [],
+        # A finished folder whose summary.json carries another identity hash than the plan's (trained by
+        # hand with another config, variant or --name; Snakemake has no record of such a run): a marker
+        # newer than that summary, written at DAG build (common.smk), so the run is retrained.
+        identity=identity_inputs,
     output:
         summary=RUN_SUMMARY,
     params:
@@ -34,7 +38,10 @@ rule train:
         gpu=lambda w: int(run_resource(w, "gpus", 0)),
         mem_mb=lambda w: run_resource(w, "mem_mb", 4000),
         runtime=lambda w: run_resource(w, "runtime_min", 60),
+    # exec: the trainer replaces the job's shell, so a scheduler's SIGTERM reaches it with no shell to die
+    # in between; it checkpoints the step it reaches and exits 75, and the retry resumes there
+    # (argent/engine/preemption.py).
     shell:
-        "{params.launcher:q} train --config {params.config:q} --variant {params.base:q} --size {wildcards.size:q}"
+        "exec {params.launcher:q} train --config {params.config:q} --variant {params.base:q} --size {wildcards.size:q}"
         " --seed {wildcards.seed:q} --out {params.run_dir:q} --resume auto --threads {threads:q}"
         " --name {wildcards.variant:q} {params.variant_file:q} > {log:q} 2>&1"

@@ -133,7 +133,13 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
             from safetensors.torch import load_file  # optional: only for .safetensors files
         except ImportError:
             raise PretrainedError(f"{path}: reading .safetensors needs the safetensors package") from None
-        state: Any = load_file(str(path), device="cpu")
+        try:
+            state: Any = load_file(str(path), device="cpu")
+        except Exception as err:  # noqa: BLE001 - safetensors raises its own SafetensorError (not exported), or OSError
+            if isinstance(err, OSError) and err.errno is not None:
+                raise
+            raise PretrainedError(f"{path}: not a readable .safetensors file ({type(err).__name__}: "
+                                  f"{str(err)[:200]}); download the released file again") from None
     else:
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
@@ -144,7 +150,21 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
         except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, KeyError) as err:
             raise PretrainedError(f"{path}: not a readable torch checkpoint ({type(err).__name__}: "
                                   f"{str(err)[:200]})") from None
-    return unwrap_state_dict(state, str(path))
+    state = unwrap_state_dict(state, str(path))
+    check_finite(state, str(path))
+    return state
+
+
+def check_finite(state: Mapping[str, Tensor], where: str) -> None:
+    """Refuse weights holding NaN or infinity: a model computed from them scores at chance on every
+    benchmark, and would be written as a result like any other."""
+    for key, value in state.items():
+        if value.is_floating_point() or value.is_complex():
+            bad = int((~torch.isfinite(value)).sum())
+            if bad:
+                raise PretrainedError(f"{where}: key {key!r} holds {bad} NaN/infinite value(s) of {value.numel()}; "
+                                      f"these weights would score at chance, not as the released model: download "
+                                      f"the released file again (or re-save it from a finite copy)")
 
 
 def unwrap_state_dict(state: Any, where: str) -> dict[str, Tensor]:
@@ -171,13 +191,31 @@ def layout_of(module: nn.Module) -> Layout:
     return {k: tuple(v.shape) for k, v in module.state_dict().items()}
 
 
-def layout_mismatch(state: Mapping[str, Tensor], expected: Layout) -> str | None:
-    """The first difference between a state dict and a layout, in words; None when it fits exactly."""
+def dtypes_of(module: nn.Module) -> dict[str, torch.dtype]:
+    """A module's own state-dict dtypes (a model built on the meta device has them too)."""
+    return {k: v.dtype for k, v in module.state_dict().items()}
+
+
+def _kind(dtype: torch.dtype) -> str:
+    """bool, integer or floating: the kind a state-dict entry is used as (a float is widened on load)."""
+    if dtype == torch.bool:
+        return "bool"
+    return "floating" if dtype.is_floating_point or dtype.is_complex else "integer"
+
+
+def layout_mismatch(state: Mapping[str, Tensor], expected: Layout,
+                    dtypes: Mapping[str, torch.dtype] | None = None) -> str | None:
+    """The first difference between a state dict and a layout, in words; None when it fits exactly.
+    ``dtypes`` (the model's own): an entry of another kind (bool, integer, floating) is a difference
+    too; a causal mask stored as 0/1 floats would be *added* to the attention scores, not applied."""
     for key, shape in expected.items():
         if key not in state:
             return f"missing key {key!r} (shape {list(shape)})"
         if tuple(state[key].shape) != shape:
             return f"key {key!r} has shape {list(state[key].shape)}, the layout expects {list(shape)}"
+        if dtypes is not None and key in dtypes and _kind(state[key].dtype) != _kind(dtypes[key]):
+            return (f"key {key!r} has dtype {state[key].dtype}, the layout expects a {_kind(dtypes[key])} "
+                    f"tensor ({dtypes[key]})")
     extra = next((k for k in state if k not in expected), None)
     if extra is not None:
         return f"unexpected key {extra!r} (shape {list(state[extra].shape)})"
@@ -185,9 +223,10 @@ def layout_mismatch(state: Mapping[str, Tensor], expected: Layout) -> str | None
 
 
 def check_layout(state: Mapping[str, Tensor], expected: Layout, layout_name: str, where: str,
-                 hint: str = "") -> None:
-    """Refuse, with one message, a state dict that does not fit ``expected`` exactly."""
-    problem = layout_mismatch(state, expected)
+                 hint: str = "", dtypes: Mapping[str, torch.dtype] | None = None) -> None:
+    """Refuse, with one message, a state dict that does not fit ``expected`` exactly (and, given
+    ``dtypes``, an entry of another dtype kind)."""
+    problem = layout_mismatch(state, expected, dtypes)
     if problem is not None:
         raise PretrainedError(f"{where}: does not fit layout {layout_name} ({len(expected)} keys): {problem}; "
                               f"nothing was loaded.{' ' + hint if hint else ''}")
@@ -195,5 +234,5 @@ def check_layout(state: Mapping[str, Tensor], expected: Layout, layout_name: str
 
 def load_strict(module: nn.Module, state: Mapping[str, Tensor], layout_name: str, where: str, hint: str = "") -> None:
     """Check the whole layout first, then copy: a file that does not fit leaves no partial load behind."""
-    check_layout(state, layout_of(module), layout_name, where, hint)
+    check_layout(state, layout_of(module), layout_name, where, hint, dtypes_of(module))
     module.load_state_dict(state, strict=True)

@@ -32,6 +32,7 @@ from argent.models.pretrained.base import (
     PretrainedModel,
     Transform,
     check_layout,
+    dtypes_of,
     layout_mismatch,
     read_state_dict,
 )
@@ -185,6 +186,11 @@ def adapter_from_state_dict(state: dict[str, Tensor], arch: MeruArch, family: st
         check_layout(state, expected, layout_name, where, f"It fits {', '.join(fits)}." if fits else "")
     with torch.device("meta"):  # no random init of weights about to be replaced (ViT-L: 367M parameters)
         model = MeruAdapter(arch, family, layout_name)
+    # dtypes too: the causal mask is bool (True = masked); stored as 0/1 floats it would be added to
+    # the attention scores instead. Keys in the release's names, our two renamed scalars are floats.
+    own = dtypes_of(model)
+    check_layout(state, expected, layout_name, where,
+                 dtypes={k: own[_RENAME.get(k, k)] for k in expected if _RENAME.get(k, k) in own})
     # float32 like the release's own inference (a half-precision file is widened); the mask stays bool.
     renamed = {_RENAME.get(k, k): v if v.dtype == torch.bool else v.float() for k, v in state.items()}
     model.load_state_dict(renamed, strict=True, assign=True)
