@@ -46,6 +46,15 @@ def write_config(path: Path, **sections) -> Path:
     return path
 
 
+def nan_at(step_to_poison: int):
+    """A batch hook that makes the loss not finite at one step (images of NaN)."""
+    def hook(step, batch):
+        if step == step_to_poison:
+            batch = {**batch, "image": torch.full_like(batch["image"], float("nan"))}
+        return batch
+    return hook
+
+
 def checksums(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` -> sha256: "no earlier output changed" is equality of two of these."""
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -12,7 +12,7 @@ from argent.runs import CheckpointError, load_model, read_metrics
 
 from argent.engine.trainer import TrainingDiverged, train
 
-from .conftest import checksums, stream, tiny_exp, train_tiny, write_config
+from .conftest import checksums, nan_at, stream, tiny_exp, train_tiny, write_config
 
 
 def test_failed_rerun_keeps_the_finished_run(finished_run, tmp_path, argent):
@@ -141,15 +141,6 @@ def test_default_tracking_store_is_in_the_results_folder(tmp_path):
     run = run_dir(tmp_path / "results", "main", "meru", "tiny", 0)
     assert default_tracking_uri(run) == f"sqlite:///{(tmp_path / 'results' / 'mlflow.db').resolve()}"
     assert default_tracking_uri(tmp_path / "elsewhere") == f"sqlite:///{(tmp_path / 'elsewhere' / 'mlflow.db').resolve()}"
-
-
-def nan_at(step_to_poison: int):
-    """A batch hook that makes the loss not finite at one step (images of NaN)."""
-    def hook(step, batch):
-        if step == step_to_poison:
-            batch = {**batch, "image": torch.full_like(batch["image"], float("nan"))}
-        return batch
-    return hook
 
 
 def test_a_rerun_that_fails_after_its_first_checkpoint_keeps_the_finished_run(finished_run):

@@ -35,7 +35,7 @@ from argent.plan.groups import RunKey, build_plan, run_experiment
 from argent.restamp import _tuned_overrides, restamp_run
 from argent.runs import RunFolderBusy, hold_writer, load_model, read_metrics
 
-from .conftest import ROOT, TINY, checksums, stream, tiny_exp, train_tiny
+from .conftest import ROOT, TINY, checksums, nan_at, stream, tiny_exp, train_tiny
 from .test_skip_counts import bad_shard
 
 SCRIPT = ROOT / "tests" / "test_faults" / "writer_run.py"
@@ -101,14 +101,6 @@ def test_a_writer_killed_while_holding_the_lock_blocks_nobody(tmp_path):
     assert f"pid {killed.pid}\n" in stale and "argent train" in stale  # the dead holder's record is still there
     summary = train_tiny(run, resume="strict", steps=4)  # the kernel released the lock with the process
     assert summary["steps"] == 4 and (run / ".writer.lock").read_text() == ""
-
-
-def nan_at(step_to_poison: int):
-    def hook(step, batch):
-        if step == step_to_poison:
-            batch = {**batch, "image": torch.full_like(batch["image"], float("nan"))}
-        return batch
-    return hook
 
 
 def test_the_lock_names_its_holder_and_is_released_on_every_exit(tmp_path):
