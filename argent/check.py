@@ -29,7 +29,7 @@ from argent.plan.groups import base_variant, build_plan
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
 from argent.runs import require_device
 from argent.tables.claims_spec import check_claims
-from argent.workflow_config import load_config
+from argent.workflow_config import load_config, setting
 
 SAMPLE_RECORDS = 4
 
@@ -114,7 +114,7 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
             findings.append(counted)
 
     benchmarks = cfg.get("benchmarks") or {}
-    for name in (cfg.get("evaluate") or {}).get("benchmarks", []):
+    for name in setting(cfg, "evaluate", "benchmarks"):
         if name not in benchmarks:
             problems.append(f"evaluate.benchmarks: {name!r} is not defined under benchmarks:")
             continue
@@ -129,7 +129,7 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
             except ArgentError as err:
                 findings.append(Finding(f"benchmarks.{name}.hierarcaps_csv", csv_path, "unreadable", str(err)))
 
-    results = base_dir / cfg.get("results", "results")
+    results = base_dir / setting(cfg, "results")
     probe = results if results.exists() else base_dir
     free_gb = shutil.disk_usage(probe).free / 2**30
     if free_gb < min_free_gb:
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     # merged over config/config.yaml as Snakemake's --configfile does (the workflow's own merged file is a fixpoint)
     workflow = load_config(args.config, base_dir=args.base_dir, merge_default=not args.no_default)
-    workflow.check_all()  # every typed section (clean, negatives, probe, tune, benchmarks, pretrained)
+    workflow.check_all()  # every section, typed by its dataclass (argent.typed.SECTIONS)
     check_claims(workflow.raw, args.base_dir)  # the claims file and its role map, as the tables job reads them
     findings = preflight(workflow.raw, args.base_dir, args.min_free_gb)
     for f in findings:

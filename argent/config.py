@@ -18,6 +18,7 @@ from argent.limits import check_device, check_model_arithmetic, check_schedule, 
 from argent.typed import (  # noqa: F401  (re-exported: argent.config is every stage's config API)
     WORKFLOW_SECTIONS,
     ConfigError,
+    check_partial,
     check_range,
     check_sections,
     deep_merge,
@@ -26,9 +27,9 @@ from argent.typed import (  # noqa: F401  (re-exported: argent.config is every s
     load_yaml,
     parse_override,
     section_of,
+    setting,
 )
 from argent.variant import (  # noqa: F401  (re-exported)
-    ENTAILMENT_KINDS,
     INTRA_PAIRS,
     PAIR_TYPES,
     CementConfig,
@@ -276,9 +277,40 @@ def variant_from(catalogue: dict[str, dict[str, Any]], name: str, overrides: dic
 
 
 def model_from(size: str, overrides: dict[str, Any] | None = None) -> ModelConfig:
+    """The preset ``MODEL_SIZES[size]`` with the config's ``model.<size>`` keys over it."""
     if size not in MODEL_SIZES:
         raise ConfigError(f"size: {size!r} unknown; known: {sorted(MODEL_SIZES)}")
     return from_dict(ModelConfig, deep_merge(MODEL_SIZES[size], overrides or {}), f"model.{size}")
+
+
+def _by_size(raw: dict[str, Any], section: str, cls: type) -> dict[str, dict[str, Any]]:
+    """``raw[section]``: model sizes -> some keys of ``cls`` each (checked as a partial mapping:
+    ranges follow on the merged run config)."""
+    value = section_of(raw, section)
+    unknown = sorted(set(value) - set(MODEL_SIZES), key=str)
+    if unknown:
+        raise ConfigError(f"{section}: unknown key(s) {unknown}; allowed: {sorted(MODEL_SIZES)}")
+    for size, keys in value.items():
+        check_partial(cls, keys or {}, f"{section}.{size}")
+    return value
+
+
+def model_section(raw: dict[str, Any], base_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """``model:``: per size, the ``ModelConfig`` keys set over its preset (``MODEL_SIZES``)."""
+    return _by_size(raw, "model", ModelConfig)
+
+
+def train_by_size_section(raw: dict[str, Any], base_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """``train_by_size:``: per size, the ``TrainConfig`` keys set over ``train:``."""
+    return _by_size(raw, "train_by_size", TrainConfig)
+
+
+def variant_layers(cfg: dict[str, Any], variant: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The overrides of the catalogue entry ``variant``, general to specific: the global ``variant:``,
+    then the variant's own ``variant_overrides.<variant>``, then ``extra`` (a tuned best.yaml, a
+    study trial's sampled fields). docs/config.md lists every merge layer."""
+    own = (cfg.get("variant_overrides") or {}).get(variant) or {}
+    return deep_merge(deep_merge(cfg.get("variant") or {}, own), extra or {})
 
 
 def experiment_from_dict(
@@ -289,26 +321,27 @@ def experiment_from_dict(
     base_dir: Path = Path("."),
     variant_overrides: dict[str, Any] | None = None,
 ) -> ExperimentConfig:
+    """One run's config from the workflow mapping ``cfg``: every section over its type's defaults,
+    ``train_by_size.<size>`` over ``train``, ``model.<size>`` over the size's preset, the variant's
+    layers over its catalogue entry (``variant_layers``; ``variant_overrides``: a best.yaml or a
+    trial's fields, the most specific). docs/config.md lists every layer."""
     check_name(variant, "variant")
     check_name(size, "size")
     check_sections(cfg)
-    variants_file = Path(cfg.get("variants_file", "config/variants.yaml"))
+    variants_file = Path(setting(cfg, "variants_file"))
     if not variants_file.is_absolute():
         variants_file = base_dir / variants_file
     if not variants_file.is_file():
         raise ConfigError(f"variants_file: {variants_file} not found (a relative path is taken from {base_dir}); "
                           f"run from the project root or give an absolute path")
     catalogue = load_variants(variants_file)
-    for section, allowed in (("model", MODEL_SIZES), ("train_by_size", MODEL_SIZES), ("variant_overrides", catalogue)):
-        value = cfg.get(section) or {}
-        if not isinstance(value, dict):
-            raise ConfigError(f"{section}: expected a mapping, got {value!r}")
-        unknown = sorted(set(value) - set(allowed))
-        if unknown:
-            raise ConfigError(f"{section}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+    model_section(cfg)
+    train_by_size_section(cfg)
+    unknown = sorted(set(section_of(cfg, "variant_overrides")) - set(catalogue), key=str)
+    if unknown:
+        raise ConfigError(f"variant_overrides: unknown key(s) {unknown}; allowed: {sorted(catalogue)}")
     check_seed(seed, "seed")
-    v_over = deep_merge((cfg.get("variant_overrides") or {}).get(variant, {}), cfg.get("variant", {}) or {})
-    v_over = deep_merge(v_over, variant_overrides or {})
+    v_over = variant_layers(cfg, variant, variant_overrides)
     train = deep_merge(cfg.get("train", {}) or {}, (cfg.get("train_by_size") or {}).get(size, {}) or {})
     exp = ExperimentConfig(
         variant_name=variant,

@@ -18,7 +18,7 @@
 
 Adding a field with a neutral default therefore changes no hash; after adding one, record its
 default with ``python scripts/pin_identity_defaults.py`` (adds missing fields only, never changes a
-pinned value; tests/test_run_identity.py fails until it is done).
+pinned value; tests/unit/core/test_run_identity.py fails until it is done).
 
 Runs stamped before this scheme carry the *legacy* hash (every field, defaults included):
 ``legacy_hash`` recomputes it from a run folder's stored ``config.yaml`` so that such a run can be
@@ -39,8 +39,8 @@ from argent.io import atomic_write_json
 PINNED_FILE = Path(__file__).resolve().parent / "resources" / "identity_defaults.json"
 ABSENT = {"__absent__": True}  # a pinned mapping key the value no longer has
 
-# Fields outside the identity: they never change a run's numbers (tests/test_data_cache.py and
-# tests/test_tracking.py show it for the cache and the tags). True = the whole field or section.
+# Fields outside the identity: they never change a run's numbers (tests/unit/data/test_cache.py and
+# tests/unit/tracking/test_tracking.py show it for the cache and the tags). True = the whole field or section.
 EXCLUDED: dict[str, Any] = {
     "train": {"log_every": True, "diagnostics_every": True, "checkpoint_every": True, "num_workers": True},
     "data": {"image_cache": True},

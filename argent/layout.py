@@ -6,7 +6,8 @@ A workflow's results folder (``results:`` of the config) holds::
       runs/<group>/<variant>-<size>/seed<k>/   one training run (RunFolder; read by argent.runs)
       eval/<group>/<variant>-<size>/seed<k>/   its evaluation JSON, one file per benchmark
       eval/pretrained/<family>-<size>/seed0/   a released model's, read like a run's
-      tables/ figures/ probe/ tune/<study>/ data/ logs/ benchmarks/ mlflow.db preflight.json
+      benchmarks/<stage>/[<group>/]<job>.tsv   Snakemake's job records (argent/job_records.py)
+      tables/ figures/ probe/ tune/<study>/ data/ logs/ mlflow.db preflight.json
 
 ``<group>`` is an experiment group of the workflow config (argent/plan/groups.py). A run folder holds:
 
@@ -19,11 +20,22 @@ A workflow's results folder (``results:`` of the config) holds::
 - ``.writer.lock``: the one writer's lock (argent.runs.hold_writer): its pid, host and start time while held;
 - ``.replacing/`` then ``.replaced/``: the earlier run's files while a finished staged run is promoted.
 
+Derived paths. The workflow config spells ``results:`` and ``hiershapes.out``; every path of a file
+the workflow writes is derived from them here (argent/config_paths.py fills them into the config):
+
+    <results>/data/<dataset>/hierarcaps_clean.csv, negative_pool.csv   argent clean (CleanFolder)
+    <results>/data/negatives/<name>.parquet                             argent mine (Results.negatives)
+    <results>/data/image_cache/<name>/                                  the decoded-image cache
+    <hiershapes.out>/train/shard-*.tar, classification[_val]/, ...     argent synth (HiershapesFolder)
+
+``is_under`` is the one answer to "does this path lie in that folder" (Path parts, never a string prefix).
+
 Paths only: no torch, so that the Snakefile, which imports this on every job, parses in a moment.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +61,21 @@ STUDY_BEST = "best.yaml"  # tune/<study>/: the best trial's variant fields (trai
 STUDY_TRIALS = "trials.csv"  # tune/<study>/: every trial
 STUDY_SUMMARY = "summary.json"  # tune/<study>/: the study's outcome (argent/tuning/export.py)
 EFFECTIVE_CONFIG = "workflow_config.yaml"  # the merged workflow config every verb of a workflow reads
+DEFAULT_RESULTS = "results"  # ``results:`` when the config leaves it out (the schema's default)
+DEFAULT_HIERSHAPES = "data/hiershapes"  # ``hiershapes.out`` when the config leaves it out (the schema's default)
+EMBEDDED = "hiershapes"  # the one data set the workflow generates itself (argent synth, under hiershapes.out)
+NEGATIVES_DIR = "negatives"  # <results>/data/negatives/<name>.parquet
+IMAGE_CACHE_DIR = "image_cache"  # <results>/data/image_cache/<name>/
+RESERVED_DATA_NAMES = (NEGATIVES_DIR, IMAGE_CACHE_DIR)  # <results>/data/<name> that no cleaned data set may take
+
+
+def is_under(path: str | Path, folder: str | Path, base: str | Path | None = None) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it. Both are taken from ``base`` (default: the
+    working folder) when relative and normalised by their parts (``a/./b``, ``a/../b``) without
+    touching the disk, so the answer is the same before the workflow has made either. Whole names
+    only: ``results2/x`` is not under ``results``. Glob and brace patterns are plain names here."""
+    root = Path(base) if base is not None else Path.cwd()
+    return Path(os.path.normpath(root / path)).is_relative_to(os.path.normpath(root / folder))
 
 
 @dataclass(frozen=True)
@@ -255,8 +282,9 @@ class Results:
         return self.root / "probe"
 
     @property
-    def benchmarks(self) -> Path:
-        """Snakemake's per-job records (``benchmark:`` of every rule)."""
+    def job_records(self) -> Path:
+        """Snakemake's per-job records (``benchmark:`` of every rule; argent/job_records.py): the folder
+        keeps Snakemake's word, ``benchmarks``."""
         return self.root / "benchmarks"
 
     def tune(self, study: str) -> Path:
@@ -264,6 +292,14 @@ class Results:
 
     def clean(self, dataset: str) -> CleanFolder:
         return CleanFolder(self.root / "data" / dataset)
+
+    def negatives(self, name: str) -> Path:
+        """A parquet of mined hard negatives (``data.negatives: <name>``; argent mine writes it)."""
+        return self.root / "data" / NEGATIVES_DIR / f"{name}.parquet"
+
+    def image_cache(self, name: str) -> Path:
+        """A decoded-image cache folder (``data.image_cache: <name>``; the image_cache rule builds it)."""
+        return self.root / "data" / IMAGE_CACHE_DIR / name
 
     def study_best(self, study: str) -> Path:
         return self.tune(study) / STUDY_BEST
@@ -284,3 +320,54 @@ class Results:
     def group_config(self, group: str) -> Path:
         """An experiment group's config: the base with the group's overrides."""
         return self.root / "groups" / f"{group}.yaml"
+
+
+VAL = "val"  # the validation split of the embedded data set (``split: val``); anything else is its test split
+
+
+@dataclass(frozen=True)
+class HiershapesFolder:
+    """What ``argent synth`` writes under ``hiershapes.out`` (argent/data/hiershapes/generate.py),
+    and which of it each evaluation protocol reads. Test split by default, ``val`` for tuning."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def manifest(self) -> Path:
+        """Written last: the data set is complete."""
+        return self.root / "manifest.json"
+
+    @property
+    def train_shards(self) -> str:
+        """The training shards, as a glob (``data.train_shards: hiershapes``)."""
+        return str(self.root / "train" / "shard-*.tar")
+
+    def classification(self, split: str = "test") -> Path:
+        """Image folders by class id with ``taxonomy.txt`` (zero-shot; the probe's images)."""
+        return self.root / ("classification_val" if split == VAL else "classification")
+
+    def hierarcaps(self, split: str = "test") -> Path:
+        """HierarCaps format: ``hierarcaps_test.csv`` + ``images/`` (PEP, HierarCaps, analysis; cleaning)."""
+        return self.root / ("hierarcaps_val" if split == VAL else "hierarcaps")
+
+    def benchmark_paths(self, protocol: str, split: str = "test") -> dict[str, str]:
+        """{entry key: path} of a ``benchmarks:`` entry with ``dataset: hiershapes`` (empty: no such split)."""
+        cls, caps = self.classification(split), self.hierarcaps(split)
+        hierarcaps = {"hierarcaps_csv": str(caps / "hierarcaps_test.csv"), "image_dir": str(caps / "images")}
+        both = {"zeroshot": {"root": str(cls), "taxonomy": str(cls / "taxonomy.txt")},
+                "pep": hierarcaps, "hierarcaps": hierarcaps}
+        test_only = {
+            "retrieval": {"annotations": str(self.root / "retrieval" / "dataset_hiershapes.json"),
+                          "image_dir": str(self.root / "retrieval" / "images")},
+            "compositional": {"json_dir": str(self.root / "sugarcrepe"), "image_dir": str(self.root / "sugarcrepe" / "images")},
+            "analysis": {**hierarcaps, "shards": str(self.root / "val" / "shard-000000.tar")},
+        }
+        return dict(both.get(protocol) or ({} if split == VAL else test_only.get(protocol, {})))
+
+    def clean_source(self, split: str = "test") -> dict[str, str]:
+        """A ``clean.datasets`` entry's ``csv`` and ``images`` for one split."""
+        caps = self.hierarcaps(split)
+        return {"csv": str(caps / "hierarcaps_test.csv"), "images": str(caps / "images")}

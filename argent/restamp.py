@@ -32,12 +32,12 @@ import yaml
 
 from argent.config import IDENTITY_VERSION, ConfigError, ExperimentConfig
 from argent.engine.checkpoint import atomic_torch_save
-from argent.identity import first_difference
 from argent.engine.summary import COUNT_KEYS
+from argent.identity import first_difference
 from argent.io import ArgentError, atomic_write_json, read_json
+from argent.layout import RUNS_DIR, Results, RunFolder, run_parts
 from argent.plan.cli import merged_config
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, run_experiment
-from argent.layout import RUNS_DIR, Results, RunFolder, run_parts
 from argent.runs import CheckpointError, hold_writer, read_checkpoint, read_run_config, stamped_version
 from argent.typed import strict_yaml
 from argent.workflow_config import setting

@@ -1,6 +1,9 @@
 """Strict config plumbing shared by every stage: dict -> dataclass conversion that names the full key
 path of an unknown or mistyped key, dict merging, ``key.path=value`` overrides, YAML loading (a
-repeated key is an error, not "the last wins"), and reading one stage's section of the workflow config. The config *types* live in argent/config.py.
+repeated key is an error, not "the last wins"), and the one registry of the workflow config's
+top-level sections (``SECTIONS``: each section's dataclass, whose fields are its keys and whose
+defaults are their only defaults; ``setting`` reads one value). The types live with the stage that
+reads them (the run-level ones in argent/config.py); docs/config.md lists the merge layers.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import importlib
 import math
 import types
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -94,6 +98,11 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
             raise ConfigError(f"{path}: {value!r} is not allowed; allowed: {list(args)}")
         return value
     if origin in (typing.Union, types.UnionType):
+        arms = [arm for arm in args if arm is not type(None)]
+        if value is None and len(arms) < len(args):
+            return None
+        if len(arms) == 1:  # an optional key: the one type's own message (``expected a list``)
+            return _convert(value, arms[0], path)
         errors = []
         for arm in args:
             try:
@@ -146,15 +155,31 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     raise ConfigError(f"{path}: unsupported type {tp}")
 
 
+def config_keys(cls: type) -> dict[str, str]:
+    """{config key: field name} of dataclass ``cls``. A field's key is its name unless its metadata
+    gives one (``field(metadata={"key": "from"})``: a key that is a Python keyword)."""
+    return {f.metadata.get("key", f.name): f.name for f in dataclasses.fields(cls)}
+
+
+def _check_keys(cls: type, data: dict[str, Any], path: str) -> dict[str, str]:
+    """The keys of ``data`` that ``cls`` knows; a removed key (``cls.REMOVED``: key -> what to do
+    instead) or an unknown one is a ``ConfigError`` naming its path and the allowed keys."""
+    keys = config_keys(cls)
+    where = path or cls.__name__
+    for key, why in getattr(cls, "REMOVED", {}).items():
+        if key in data:
+            raise ConfigError(f"{where}.{key}: removed; {why}")
+    unknown = sorted(set(data) - set(keys), key=str)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {list(keys)}")
+    return keys
+
+
 def from_dict(cls: type, data: dict[str, Any], path: str = "") -> Any:
     """Build dataclass ``cls`` from ``data``; unknown keys and wrong types raise ``ConfigError``."""
     hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(data) - set(names))
-    if unknown:
-        where = path or cls.__name__
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {names}")
-    kwargs = {k: _convert(v, hints[k], f"{path}.{k}" if path else k) for k, v in data.items()}
+    keys = _check_keys(cls, data, path)
+    kwargs = {keys[k]: _convert(v, hints[keys[k]], f"{path}.{k}" if path else k) for k, v in data.items()}
     try:
         return cls(**kwargs)
     except TypeError as err:  # a required field is missing
@@ -170,15 +195,13 @@ def check_partial(cls: type, data: Any, path: str) -> None:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(data) - set(names))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {names}")
+    keys = _check_keys(cls, data, path)
     for key, value in data.items():
-        if dataclasses.is_dataclass(hints[key]) and isinstance(value, dict):
-            check_partial(hints[key], value, f"{path}.{key}")
+        tp = hints[keys[key]]
+        if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+            check_partial(tp, value, f"{path}.{key}")
         else:
-            _convert(value, hints[key], f"{path}.{key}")
+            _convert(value, tp, f"{path}.{key}")
 
 
 def named(spec: str) -> Any:
@@ -231,19 +254,116 @@ def parse_override(text: str) -> dict[str, Any]:
     return out
 
 
-WORKFLOW_SECTIONS = (
-    "variants_file", "results", "hiershapes", "hiershapes_templates", "runs", "model", "optim", "train",
-    "train_by_size", "data", "tracking", "variant", "variant_overrides", "evaluate", "benchmarks", "clean",
-    "negatives", "tune", "probe", "tables", "groups", "cost", "pretrained",
-)
-"""Top-level sections of the workflow config (workflow/schemas/config.schema.yaml: a test keeps the
-two lists equal). Anything else is a typo, and an error."""
+# --------------------------------------------------------------------------------------------
+# The registry of the workflow config's top-level sections
+# --------------------------------------------------------------------------------------------
+
+Shape = Literal["section", "partial", "entries", "partial_entries", "value"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """How one top-level key of the workflow config is typed. ``type`` names a dataclass
+    (``"module:Class"``, imported on first use, so that reading one section imports one stage);
+    ``shape`` says what the key holds:
+
+    - ``section``: a mapping of the type's fields (``train:``); the fields' defaults are the keys' only ones;
+    - ``partial``: some of its fields, merged over another source later (``variant:`` over a variant);
+    - ``entries``: names -> a mapping of the type's fields each (``groups:``, ``benchmarks:``);
+    - ``partial_entries``: names -> some of its fields each (``model.<size>``, ``variant_overrides.<v>``);
+    - ``value``: one value, the type's field of the same name (``results:``).
+
+    ``parse`` (``"module:function"``, ``parse(raw mapping, base_dir)``) types the section where the
+    shape's generic parse is not enough (paths made absolute, keys checked across sections);
+    ``required``: the workflow cannot run without the section (its parse names what is missing)."""
+
+    type: str
+    shape: Shape = "section"
+    parse: str = ""
+    required: bool = False
+
+
+# Every top-level key (docs/config.md lists them). A new section is its dataclass and one
+# line here (docs/config.md, "How to add"); workflow/schemas/config.schema.yaml lists only the
+# sections with a value that reaches a shell or a path (tests/unit/config/test_config_registry.py).
+SECTIONS: dict[str, Section] = {
+    "variants_file": Section("argent.workflow_config:TopLevel", "value"),
+    "results": Section("argent.workflow_config:TopLevel", "value"),
+    "hiershapes": Section("argent.data.hiershapes.config:HiershapesSection"),
+    "hiershapes_templates": Section("argent.workflow_config:TopLevel", "value"),
+    "runs": Section("argent.plan.groups:RunsSection"),
+    "model": Section("argent.config:ModelConfig", "partial_entries", "argent.config:model_section"),
+    "optim": Section("argent.config:OptimConfig"),
+    "train": Section("argent.config:TrainConfig"),
+    "train_by_size": Section("argent.config:TrainConfig", "partial_entries", "argent.config:train_by_size_section"),
+    "data": Section("argent.config:DataConfig"),
+    "tracking": Section("argent.config:TrackingConfig"),
+    "variant": Section("argent.variant:VariantConfig", "partial"),
+    "variant_overrides": Section("argent.variant:VariantConfig", "partial_entries"),
+    "evaluate": Section("argent.evaluation.config:EvaluateSection"),
+    "benchmarks": Section("argent.evaluation.benchmarks:CommonOptions", "entries",
+                          "argent.evaluation.benchmarks:benchmarks_section"),
+    "clean": Section("argent.cleaning.config:CleanSection", "section", "argent.cleaning.config:clean_section"),
+    "negatives": Section("argent.negatives.config:MiningConfig", "section", "argent.negatives.config:negatives_section"),
+    "tune": Section("argent.tuning.config:TuneConfig", "section", "argent.tuning.config:tune_section"),
+    "probe": Section("argent.probe.config:ProbeSection", "section", "argent.probe.config:probe_section"),
+    "tables": Section("argent.tables.config:TablesSection", "section", "argent.tables.config:tables_section",
+                      required=True),
+    "groups": Section("argent.plan.groups:GroupEntry", "entries", "argent.plan.groups:groups_section", required=True),
+    "cost": Section("argent.plan.cost:CostSection", "section", "argent.plan.cost:cost_section"),
+    "pretrained": Section("argent.models.pretrained.section:PretrainedEntry", "entries",
+                          "argent.models.pretrained.section:pretrained_section"),
+}
+
+WORKFLOW_SECTIONS = tuple(SECTIONS)
+"""The top-level keys of the workflow config. Anything else is a typo, and an error."""
 
 
 def check_sections(cfg: dict[str, Any], where: str = "config") -> None:
-    unknown = sorted(set(cfg) - set(WORKFLOW_SECTIONS))
+    unknown = sorted(set(cfg) - set(SECTIONS), key=str)
     if unknown:
-        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(WORKFLOW_SECTIONS)}")
+        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(SECTIONS)}")
+
+
+def section_type(section: str) -> type:
+    """The dataclass that types ``section`` (``SECTIONS``), imported now."""
+    if section not in SECTIONS:
+        raise KeyError(f"{section}: not a section of the workflow config; known: {list(SECTIONS)}")
+    return named(SECTIONS[section].type)
+
+
+def field_default(cls: type, key: str, where: str) -> Any:
+    """The default of config key ``key`` of dataclass ``cls`` (a ``KeyError`` naming ``where`` for a
+    key the type lacks or a required one)."""
+    keys = config_keys(cls)
+    if key not in keys:
+        raise KeyError(f"{where}: not a key of {cls.__module__}.{cls.__name__}; keys: {list(keys)}")
+    f = next(f for f in dataclasses.fields(cls) if f.name == keys[key])
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    raise KeyError(f"{where}: required, it has no default")
+
+
+def setting(cfg: dict[str, Any], section: str, key: str | None = None) -> Any:
+    """``cfg[section][key]`` as written, else its type's default: the one default of every key, for
+    readers of the raw mapping (the plan, the rules) that need one value, not the whole section
+    checked. ``setting(cfg, "results")`` reads a top-level value (a ``value`` section)."""
+    spec = SECTIONS.get(section)
+    if spec is None:
+        raise KeyError(f"{section}: not a section of the workflow config; known: {list(SECTIONS)}")
+    if spec.shape == "value":
+        if key is not None:
+            raise KeyError(f"{section}.{key}: {section} is a value, not a section; setting(cfg, {section!r})")
+        return cfg[section] if section in cfg else field_default(section_type(section), section, section)
+    if spec.shape != "section" or key is None:
+        raise KeyError(f"{section}{'.' + key if key else ''}: setting() reads one key of a section; {section} "
+                       f"is of shape {spec.shape!r} (no default per key): type it with WorkflowConfig.section")
+    value = (cfg.get(section) or {}).get(key, dataclasses.MISSING)
+    if value is not dataclasses.MISSING:
+        return value
+    return field_default(section_type(section), key, f"{section}.{key}")
 
 
 def load_workflow_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:

@@ -1,52 +1,25 @@
-"""A variant: a model family or ablation as data (``config/variants.yaml``), and the registry of
-entailment loss kinds with the variant fields each one reads.
+"""A variant: a model family or ablation as data (``config/variants.yaml``).
 
 Torch-free (the workflow builds every run's config while it parses). The training code never
-branches on a variant's name, only on these fields; ``argent.losses.entailment.pair_losses``
-calls the kind's loss through ``ENTAILMENT_KINDS``.
+branches on a variant's name, only on these fields; the entailment kind a variant names, and the
+fields that kind reads, come from the registry ``argent.losses.kinds.ENTAILMENT_KINDS`` (torch-free
+too), through which ``argent.losses.entailment.pair_losses`` calls the kind's loss.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from argent.typed import ConfigError, check_range, named
+from argent.losses.kinds import ENTAILMENT_KINDS, KIND_FIELDS, readers_of
+from argent.typed import ConfigError, check_range
 
-__all__ = ["PAIR_TYPES", "INTRA_PAIRS", "EntailmentKind", "ENTAILMENT_KINDS", "CementConfig", "VariantConfig",
-           "check_variant_keys"]
+__all__ = ["PAIR_TYPES", "INTRA_PAIRS", "CementConfig", "VariantConfig", "check_variant_keys"]
 
 PAIR_TYPES = ("text_image", "phrase_crop", "crop_image", "phrase_text")
 """Entailment pairs, named parent_child: caption ⊒ image, phrase ⊒ crop (inter-modality);
 crop ⊒ image, phrase ⊒ caption (intra-modality: a box is more general than its whole)."""
 INTRA_PAIRS = ("crop_image", "phrase_text")
-
-
-@dataclass(frozen=True)
-class EntailmentKind:
-    """One entailment loss kind: the ``VariantConfig`` fields its loss reads, and the loss, named
-    ``"module:function"`` and imported when a run builds its objective:
-    ``loss(parent (B, D), child (B, D), curv, variant, pair) -> (B,)`` per-item losses."""
-
-    reads: tuple[str, ...]
-    loss: str = ""  # empty: no entailment term
-
-    def loss_fn(self) -> Callable[..., Any]:
-        return named(self.loss)
-
-
-PAIR_FIELDS = ("entailment_pairs", "entailment_weight", "pair_reduction")  # read by every kind with a term
-
-# The registry. A new kind is its loss function and one line here (docs/architecture.md, "How to add");
-# a variant that sets a field its kind does not read is refused (check_variant_keys).
-ENTAILMENT_KINDS: dict[str, EntailmentKind] = {
-    "none": EntailmentKind(reads=()),
-    "cone": EntailmentKind(PAIR_FIELDS + ("cone_k", "cone_eta"), "argent.losses.entailment:cone_pair_loss"),
-    "adaptive": EntailmentKind(PAIR_FIELDS + ("adaptive_weight", "huber_beta", "huber_form", "detach_h", "h_tau",
-                                              "angle_norm"), "argent.losses.entailment:adaptive_pair_loss"),
-}
-KIND_FIELDS = frozenset(f for kind in ENTAILMENT_KINDS.values() for f in kind.reads)
 
 
 def check_variant_keys(keys: Any, entailment: str, hard_negatives: str, where: str) -> None:
@@ -60,10 +33,9 @@ def check_variant_keys(keys: Any, entailment: str, hard_negatives: str, where: s
     kind = ENTAILMENT_KINDS.get(entailment)
     for key in keys:
         if kind is not None and key in KIND_FIELDS and key not in kind.reads:
-            readers = sorted(name for name, k in ENTAILMENT_KINDS.items() if key in k.reads)
             raise ConfigError(f"{where}.{key}: does nothing for entailment: {entailment} (it reads "
                               f"{list(kind.reads) or 'no entailment field'}); remove it, or use a kind that "
-                              f"reads it: {readers}")
+                              f"reads it: {readers_of(key)}")
         if key == "cement" and hard_negatives == "none":
             raise ConfigError(f"{where}.cement: the Cement margin acts on hard negatives, and this variant "
                               f"trains without them (hard_negatives: none); remove it or set hard_negatives")
@@ -91,7 +63,7 @@ class VariantConfig:
     description: str = ""
     geometry: Literal["euclidean", "lorentz"] = "lorentz"
     use_boxes: bool = False  # crops & phrases: HyCoCLIP's 4-term contrastive + box pairs
-    entailment: str = "none"  # a kind of ENTAILMENT_KINDS; it decides which fields below apply
+    entailment: str = "none"  # a kind of ENTAILMENT_KINDS (losses/kinds.py); it decides which fields below apply
     entailment_pairs: list[str] = field(default_factory=lambda: ["text_image"])
     entailment_weight: float = 0.2  # λ (MERU, HyCoCLIP) or γ₁ (ARGENT)
     pair_reduction: Literal["sum", "half_sum", "mean"] = "sum"

@@ -2,68 +2,90 @@
 
 ``load_config(path, overrides)`` reads a workflow config file the way Snakemake does (merged over
 ``config/config.yaml`` unless ``merge_default`` is false; ``--set key.path=value`` overrides on top;
-duplicate keys and unknown top-level sections refused, naming the file and the key) and returns a
+duplicate keys and unknown top-level sections refused, naming the file and the key; the paths derived
+from ``results:`` and ``hiershapes.out`` filled in, argent/config_paths.py) and returns a
 ``WorkflowConfig``. Every verb reads its sections from that object: the mapping as merged (``raw``,
 what the workflow's effective config file holds, and what the plan and the tables walk) and each
-stage's section typed once, on first use, by the parser ``SECTIONS`` names. A mistyped key in a
-section is an error naming the file, the full key path and the allowed keys. The DAG build
-(argent/plan/dag.py) and ``argent check`` parse every section the config holds (``check_all``);
-the keys and defaults of the typed sections are their types' only (``setting`` reads one value),
-the Snakemake schema keeps just the patterns of values that reach a shell or a path.
+section typed once, on first use, by its entry in the one registry ``SECTIONS`` (argent/typed.py:
+every top-level key, its dataclass and its shape). A mistyped key in a section is an error naming
+the file, the full key path and the allowed keys. The DAG build (argent/plan/dag.py) and ``argent
+check`` parse every section the config holds (``check_all``); the keys and defaults of every section
+are its type's only (``setting`` reads one value), the Snakemake schema keeps just the patterns of
+values that reach a shell or a path. docs/config.md lists the merge layers and how to add a key or
+a section.
 
-Run-level sections (model, train, optim, data, tracking, variant) are typed per run by
+Run-level sections (model, train, optim, data, tracking, variant) are merged per run by
 ``WorkflowConfig.experiment`` (``argent.config.experiment_from_dict``); the experiment groups by
 ``argent.plan.groups``.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from argent.config import experiment_from_dict
-from argent.typed import ConfigError, deep_merge, load_merged_config, load_workflow_config, named, parse_override
+from argent.config_paths import derive_paths
+from argent.layout import DEFAULT_RESULTS
+from argent.typed import (
+    SECTIONS,
+    ConfigError,
+    Section,
+    check_partial,
+    check_sections,
+    deep_merge,
+    from_dict,
+    load_merged_config,
+    load_workflow_config,
+    named,
+    parse_override,
+    section_of,
+    section_type,
+    setting,
+)
 
-__all__ = ["SECTIONS", "SECTION_TYPES", "WorkflowConfig", "load_config", "setting"]
-
-# section -> "module:parser"; ``parser(raw mapping, base_dir)`` returns the typed section (absent
-# section: its defaults, or an error naming what is missing). Imported on first use, so that reading
-# one section does not import every stage.
-SECTIONS: dict[str, str] = {
-    "clean": "argent.cleaning.config:clean_section",
-    "negatives": "argent.negatives.config:negatives_section",
-    "probe": "argent.probe.config:probe_section",
-    "tune": "argent.tuning.config:tune_section",
-    "benchmarks": "argent.evaluation.benchmarks:benchmarks_section",
-    "pretrained": "argent.plan.pretrained:pretrained_section",
-}
-
-# section -> "module:Class": the typed section whose field defaults are the only defaults of its keys
-# (the Snakemake schema checks their patterns and sets none; tests/test_workflow_config.py).
-SECTION_TYPES: dict[str, str] = {
-    "clean": "argent.cleaning.config:CleanSection",
-    "negatives": "argent.negatives.config:MiningConfig",
-    "probe": "argent.probe.config:ProbeSection",
-    "tune": "argent.tuning.config:TuneConfig",
-}
+__all__ = ["SECTIONS", "Section", "TopLevel", "WorkflowConfig", "load_config", "parse_section", "section_type",
+           "setting"]
 
 
-def section_type(section: str) -> type:
-    return named(SECTION_TYPES[section])
+@dataclass
+class TopLevel:
+    """The workflow config's top-level values (``value`` sections of ``SECTIONS``), one field each."""
+
+    results: str = DEFAULT_RESULTS  # the output folder: every path the workflow writes is under it
+    variants_file: str = "config/variants.yaml"  # the variant catalogue (relative: to the working folder)
+    # The home of a YAML anchor (``&hs_templates``) that benchmark entries refer to; read by nothing else.
+    hiershapes_templates: list[str] = field(default_factory=list)
 
 
-def setting(cfg: dict[str, Any], section: str, key: str) -> Any:
-    """``cfg[section][key]`` as written, else the typed section's default for it. For readers of the
-    raw mapping (the plan, the rules) that need one value, not the whole section checked."""
-    value = (cfg.get(section) or {}).get(key, dataclasses.MISSING)
-    if value is not dataclasses.MISSING:
+def _entries(value: dict[str, Any], name: str) -> dict[str, Any]:
+    for key, entry in value.items():
+        if entry is not None and not isinstance(entry, dict):
+            raise ConfigError(f"{name}.{key}: expected a mapping, got {entry!r}")
+    return value
+
+
+def parse_section(raw: dict[str, Any], name: str, base_dir: Path | None = None) -> Any:
+    """Section ``name`` of the mapping ``raw``, typed by its ``SECTIONS`` entry (absent: its
+    defaults, or the error its parser gives for a section that is required)."""
+    spec: Section = SECTIONS[name]
+    if spec.parse:
+        return named(spec.parse)(raw, base_dir)
+    cls = section_type(name)
+    if spec.shape == "value":
+        return getattr(from_dict(cls, {name: raw[name]} if name in raw else {}), name)
+    value = section_of(raw, name)
+    if spec.shape == "section":
+        return from_dict(cls, value, name)
+    if spec.shape == "partial":
+        check_partial(cls, value, name)
         return value
-    fields = {f.name: f for f in dataclasses.fields(section_type(section))}
-    if key not in fields:
-        raise KeyError(f"{section}.{key}: not a key of {SECTION_TYPES[section]}")
-    f = fields[key]
-    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    if spec.shape == "entries":
+        return {key: from_dict(cls, entry or {}, f"{name}.{key}") for key, entry in _entries(value, name).items()}
+    for key, entry in _entries(value, name).items():  # partial_entries
+        check_partial(cls, entry or {}, f"{name}.{key}")
+    return value
 
 
 class WorkflowConfig:
@@ -75,21 +97,36 @@ class WorkflowConfig:
         self.base_dir = Path.cwd() if base_dir is None else Path(base_dir)
         self._typed: dict[str, Any] = {}
 
+    def _error(self, err: ConfigError) -> ConfigError:
+        return ConfigError(f"{self.where}: {err}" if self.where else str(err))
+
     def section(self, name: str) -> Any:
         if name not in SECTIONS:
-            raise KeyError(f"no typed section {name!r}; typed: {sorted(SECTIONS)}")
+            raise KeyError(f"no section {name!r}; known: {list(SECTIONS)}")
         if name not in self._typed:
             try:
-                self._typed[name] = named(SECTIONS[name])(self.raw, self.base_dir)
+                self._typed[name] = parse_section(self.raw, name, self.base_dir)
             except ConfigError as err:
-                raise ConfigError(f"{self.where}: {err}" if self.where else str(err)) from None
+                raise self._error(err) from None
         return self._typed[name]
 
     def check_all(self) -> None:
-        """Parse every typed section the config holds (a typo anywhere is found before any job runs)."""
+        """The top-level keys, then every section the config holds or the workflow requires, typed (a
+        typo anywhere is found before any job runs)."""
+        try:
+            check_sections(self.raw)
+        except ConfigError as err:
+            raise self._error(err) from None
         for name in SECTIONS:
             if name in self.raw:
                 self.section(name)
+        for name, spec in SECTIONS.items():  # then a missing one the workflow needs
+            if spec.required:
+                self.section(name)
+
+    def setting(self, section: str, key: str | None = None) -> Any:
+        """One value as written, else its type's default (``argent.typed.setting``)."""
+        return setting(self.raw, section, key)
 
     @property
     def clean(self) -> Any:
@@ -152,4 +189,8 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
         raw = (load_merged_config(path, overrides, base_dir, merge_default) if merge_default
                else load_workflow_config(path, overrides))
         where = f"{path}{' with --set' if overrides else ''}"
+    try:
+        raw = derive_paths(raw)  # the paths argent.layout derives from results: and hiershapes.out
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}" if where else str(err)) from None
     return WorkflowConfig(raw, where, Path(base_dir) if base_dir is not None else None)

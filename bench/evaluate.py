@@ -47,9 +47,9 @@ def run_one(spec: dict) -> dict:
     import torch
 
     from argent import geometry
+    from argent.evaluation.chunked_similarity import similarity_for
     from argent.evaluation.pep import build_pairs, pair_angles, pep_metrics
     from argent.evaluation.retrieval import retrieval_metrics
-    from argent.evaluation.chunked_similarity import similarity_for
 
     torch.set_num_threads(spec["threads"])
     g = torch.Generator().manual_seed(0)

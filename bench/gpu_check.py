@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import logging
 import math
@@ -340,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = work / "steps"
             report["steps"].append(check.run(
                 f"step {variant} compile={'on' if compiled else 'off'}", BOXES["step_compiled" if compiled else "step_eager"],
-                lambda: step_part(args, variant, compiled, peak, folder), {"variant": variant, "compile": compiled}))
+                functools.partial(step_part, args, variant, compiled, peak, folder), {"variant": variant, "compile": compiled}))
             shutil.rmtree(folder, ignore_errors=True)  # a checkpoint of S is ~1 GB
 
     try:  # eager steps, the short run and its evaluation, then the compiled steps (the slow part)

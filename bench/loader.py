@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import inspect
 import io
 import itertools
@@ -342,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         load = [os.getloadavg()]
         for _, cfg in itertools.product(range(args.reps), configs):  # interleaved: A, B, C, A, B, C, ...
             c, d, w = cfg
-            runs[cfg].append(time_once(lambda: make(c, shards, d, w, args.batch_size, args.size), args.warmup, args.batches))
+            runs[cfg].append(time_once(functools.partial(make, c, shards, d, w, args.batch_size, args.size), args.warmup, args.batches))
         load.append(os.getloadavg())
     rows = [{"label": label(c, d), "contender": c, "draft": d} | summarise(runs[(c, d, w)], w) for c, d, w in configs]
     print(f"\nS = {args.size}, batch {args.batch_size}, {args.batches} timed batches × {args.reps} reps (median), "

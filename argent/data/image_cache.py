@@ -18,7 +18,7 @@ hand out the pixels of another image: an image that changed, or a shard the cach
 from, simply misses and is decoded as before. The pixels of a hit are the very bytes PIL's decoder
 produced, and both paths go through the same tensor code after that (``record_pixels``,
 ``crop_pixels``, ``augment``), so batches are bit for bit the same with and without the cache
-(tests/test_data_cache.py).
+(tests/unit/data/test_cache.py).
 
 ``augment`` is ``images.train_transform`` (ToImage, RandomResizedCrop bicubic antialiased, ToDtype)
 without the per-call dispatch of a v2 ``Compose``: the same random draws (torchvision's public

@@ -164,7 +164,7 @@ def check_against_manifest(pattern: str | Path | Sequence[str | Path], shards: S
     message = mismatch_message(check)
     if policy.mode == "strict":
         raise BadDataError(message)
-    for reason, shard, detail in check.differences:
+    for reason, _shard, detail in check.differences:
         policy.bad(reason, f"{check.manifest}: {detail}")
     log.warning("%s; counted (bad_data: skip)", message)
     return check

@@ -15,7 +15,7 @@ the crop of each box. ``EpochMemo`` does that work once per process and replays 
 The loader uses it only with an image cache (``data.image_cache``), which is itself only for sets
 that fit in memory; it holds the parsed records (with their encoded image bytes) and the resized
 uint8 images, e.g. about 30 + 70 MB for hiershapes at 32 px. Same batches, bit for bit, with and
-without it (tests/test_data_cache.py).
+without it (tests/unit/data/test_cache.py).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.name:
         cfg.variant_name = check_name(args.name, "--name")
     # MLflow tags from the catalogue (family, Table 3 group); tracking is outside the config hash.
-    variants_file = workflow.raw.get("variants_file", "config/variants.yaml")
+    variants_file = workflow.setting("variants_file")
     cfg.tracking.tags = {**catalogue_tags(variants_file, args.variant), **cfg.tracking.tags}
     if args.threads > 0:
         torch.set_num_threads(args.threads)

@@ -45,11 +45,11 @@ from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the 
 )
 from argent.engine.summary import COUNT_KEYS, PERF_PREFIX, add_counts, plot_curves, run_summary
 from argent.io import ArgentError, atomic_write_text, flatten, read_json
+from argent.layout import RunFolder, default_tracking_uri
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
 from argent.negatives.io import summary_path
-from argent.layout import RunFolder, default_tracking_uri
 from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
     ResumeMismatch,
     clean_stale,

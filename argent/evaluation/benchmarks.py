@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from argent.config import ConfigError, check_name, from_dict
-from argent.typed import check_range, named
 from argent.evaluation.templates import resolve_templates
+from argent.typed import check_range, named
 from argent.workflow_config import load_config
 
 __all__ = [

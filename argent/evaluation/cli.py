@@ -38,13 +38,13 @@ from argent.data.taxonomy import TaxonomyError
 from argent.evaluation.encoding import reuse_image_embeddings
 from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json, file_sha256
+from argent.layout import RUNS_DIR, RunFolder, pretrained_eval_dir, run_dir, run_parts
 from argent.limits import threads
 from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
-from argent.layout import RUNS_DIR, RunFolder, pretrained_eval_dir, run_dir, run_parts
 from argent.plan.groups import RunKey, build_plan
 from argent.plan.targets import IdentityError, check_stamp
 from argent.runs import load_run
-from argent.tracking import log_evaluation, log_released
+from argent.tracking import log_evaluation, log_pretrained
 from argent.workflow_config import load_config
 
 __all__ = ["main"]
@@ -118,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
             scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
             print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
-    # Onto the training run's MLflow run, or a released model's own; best effort, never raises.
+    # Onto the training run's MLflow run, or a pretrained model's own; best effort, never raises.
     if args.run:
         log_evaluation(args.run, written)
     elif written:
-        log_released(written, head_base, workflow.raw, args.results)
+        log_pretrained(written, head_base, workflow.raw, args.results)
     if failed:
         print(f"argent evaluate: failed: {failed}", file=sys.stderr)
         return 2
@@ -152,7 +152,7 @@ def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]
     variant, _, size = name.rpartition("-")
     head = {"run": args.pretrained, "config_hash": f"sha256:{sha}", "variant": variant, "size": size, "seed": 0,
             "pretrained": {"layout": layout, "arch": args.arch, "path": str(path), "sha256": sha,
-                           "note": "released, not trained here", **model.scalars()}}
+                           "note": "released checkpoint, not trained here", **model.scalars()}}
     return model, head, out_dir
 
 

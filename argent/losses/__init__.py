@@ -1,9 +1,14 @@
 """Training losses: contrastive, entailment (cone / adaptive), norm regulariser, Cement margin.
 
 ``Objective(variant)`` composes them from a ``VariantConfig``; ``diagnostics`` reports geometry
-health (angles, cone collapse, norms).
+health (angles, cone collapse, norms). ``kinds`` is the registry of entailment loss kinds, torch-free
+(the workflow checks every variant with it while it parses). Names are imported on first use
+(``argent.lazy``), so importing ``argent.losses.kinds`` does not import torch.
 """
 
-from argent.losses.objective import LossOutput, Objective, diagnostics
+from argent.lazy import lazy_exports
 
-__all__ = ["Objective", "LossOutput", "diagnostics"]
+_EXPORTS = {"Objective": "argent.losses.objective", "LossOutput": "argent.losses.objective",
+            "diagnostics": "argent.losses.objective"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

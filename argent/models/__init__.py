@@ -1,6 +1,12 @@
-"""Encoders, tokenizer and the dual encoder."""
+"""Encoders, tokenizer and the dual encoder; ``pretrained/``: checkpoints argent did not train.
 
-from argent.models.dual_encoder import DualEncoder, build_model
-from argent.models.tokenizer import tokenize
+Names are imported on first use (``argent.lazy``), so the torch-free ``argent.models.pretrained.section``
+(the workflow's ``pretrained:`` section) imports without torch.
+"""
 
-__all__ = ["DualEncoder", "build_model", "tokenize"]
+from argent.lazy import lazy_exports
+
+_EXPORTS = {"DualEncoder": "argent.models.dual_encoder", "build_model": "argent.models.dual_encoder",
+            "tokenize": "argent.models.tokenizer"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

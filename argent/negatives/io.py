@@ -4,7 +4,8 @@ Sources yield ``(key, caption)``:
 - ``grounded``: webdataset shards (a glob/brace pattern of .tar), through
   ``argent.data.formats.grounded.iter_captions`` (no image decoding);
 - ``hierarcaps``: ``hierarcaps_test.csv`` (``id, captions, image_url``), key = ``id``, caption = the
-  most specific level (the last " => " item, the original COCO caption);
+  most specific level (the original COCO caption), read by ``argent.data.formats.hierarcaps`` (its bad
+  rows skipped and counted, or, under a strict ``BadDataPolicy``, an error naming the file and row);
 - ``table``: a CSV or parquet file with ``key`` and ``caption`` columns.
 ``auto`` picks by name: .tar or a pattern -> grounded; .parquet -> table; .csv -> hierarcaps when it
 has a ``captions`` column, table when it has ``key`` and ``caption``.
@@ -12,19 +13,17 @@ has a ``captions`` column, table when it has ``key`` and ``caption``.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from argent.data.formats.grounded import iter_captions
+from argent.data.formats.hierarcaps import read_hierarcaps
+from argent.data.policy import BadDataPolicy
+from argent.io import atomic_output
 
 FORMATS = ("auto", "grounded", "hierarcaps", "table")
-LEVEL_SEPARATOR = " => "
 
 
 def detect_format(source: str) -> str:
@@ -56,17 +55,11 @@ def _read_table(path: Path) -> pl.DataFrame:
     return pl.read_csv(path, infer_schema_length=0)  # all columns as text: keys like "007" stay intact
 
 
-def iter_hierarcaps(path: str | Path) -> Iterator[tuple[str, str]]:
-    """(id, level-4 caption) per row of a HierarCaps CSV; a row without captions raises naming it."""
-    path = Path(path)
-    table = _read_table(path)
-    missing = {"id", "captions"} - set(table.columns)
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {sorted(missing)}; a HierarCaps CSV has id, captions, image_url")
-    for row, (key, captions) in enumerate(zip(table["id"].to_list(), table["captions"].to_list())):
-        if key is None or captions is None or not captions.strip():
-            raise ValueError(f"{path}: data row {row + 1} (id {key!r}) has no id or no captions")
-        yield str(key), captions.split(LEVEL_SEPARATOR)[-1].strip()
+def iter_hierarcaps(path: str | Path, policy: BadDataPolicy | None = None) -> Iterator[tuple[str, str]]:
+    """(id, level-4 caption) per usable row of a HierarCaps CSV, through the one HierarCaps reader: a
+    bad row (no id, not four levels, ...) goes through ``policy`` (default: skipped and counted)."""
+    for sample in read_hierarcaps(path, image_dir=None, policy=policy):
+        yield sample.id, sample.levels[-1]
 
 
 def iter_table(path: str | Path) -> Iterator[tuple[str, str]]:
@@ -82,56 +75,29 @@ def iter_table(path: str | Path) -> Iterator[tuple[str, str]]:
         yield str(key), caption or ""
 
 
-def iter_grounded(pattern: str) -> Iterator[tuple[str, str]]:
+def iter_grounded(pattern: str, policy: BadDataPolicy | None = None) -> Iterator[tuple[str, str]]:
     """(key, caption) of every sample of grounded or plain webdataset shards."""
-    yield from iter_captions(pattern)
+    yield from iter_captions(pattern, policy)
 
 
-def iter_source(source: str, fmt: str = "auto") -> Iterator[tuple[str, str]]:
-    """(key, caption) pairs of ``source`` in format ``fmt`` (one of ``FORMATS``)."""
+def iter_source(source: str, fmt: str = "auto", policy: BadDataPolicy | None = None) -> Iterator[tuple[str, str]]:
+    """(key, caption) pairs of ``source`` in format ``fmt`` (one of ``FORMATS``); ``policy`` handles the
+    bad samples of the shard and HierarCaps readers (default: skip and count)."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} unknown; known: {FORMATS}")
     fmt = detect_format(source) if fmt == "auto" else fmt
     if fmt == "grounded":
-        return iter_grounded(source)
+        return iter_grounded(source, policy)
     if fmt == "hierarcaps":
-        return iter_hierarcaps(source)
+        return iter_hierarcaps(source, policy)
     return iter_table(source)
 
 
-def _atomic_path(path: Path, suffix: str) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
-    os.close(fd)
-    return tmp
-
-
 def write_parquet(table: pl.DataFrame, path: str | Path) -> Path:
-    """Write ``table`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    path = Path(path)
-    tmp = _atomic_path(path, ".tmp")
-    try:
+    """Write ``table`` to ``path`` atomically (argent.io.atomic_output)."""
+    with atomic_output(path) as tmp:
         table.write_parquet(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def write_json(data: Any, path: str | Path) -> Path:
-    """Write ``data`` as indented JSON to ``path`` atomically."""
-    path = Path(path)
-    tmp = _atomic_path(path, ".tmp")
-    try:
-        with open(tmp, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return Path(path)
 
 
 def summary_path(out: Path) -> Path:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from argent.io import atomic_write_json
 from argent.negatives.config import MiningConfig
 from argent.negatives.generator import NegativeGenerator
-from argent.negatives.io import iter_source, summary_path, write_json, write_parquet
+from argent.negatives.io import iter_source, summary_path, write_parquet
 
 
 @dataclass
@@ -49,5 +50,5 @@ def run(job: MineJob, generator: NegativeGenerator | None = None) -> dict[str, A
     summary["source"] = job.source
     summary["seconds"] = round(seconds, 3)
     write_parquet(table, job.out)
-    write_json(summary, job.summary or summary_path(job.out))
+    atomic_write_json(job.summary or summary_path(job.out), summary)
     return summary

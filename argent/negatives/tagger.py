@@ -186,7 +186,7 @@ class LexiconTagger:
         for i, info in enumerate(infos):
             if info is not None and not info.open_class:
                 tags[i] = "PROPN" if i > 0 and spans[i][0][:1].isupper() else "X"
-        for i, info in enumerate(infos):
+        for i in range(len(infos)):
             if tags[i] is None and self._is_verb(i, words, tags, infos):
                 tags[i] = "VERB"
         for i, info in enumerate(infos):  # adverb-only words

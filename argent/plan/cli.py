@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError
-from argent.workflow_config import load_config
 from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
 from argent.plan.groups import build_plan, left_out_lines
+from argent.workflow_config import load_config
+
 
 def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
     """The merged workflow config as the Snakefile sees it: the default, the file, the overrides."""

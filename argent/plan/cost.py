@@ -21,7 +21,6 @@ of their step) and a CPU's sustained peak depends on its threads; measure it (``
 from __future__ import annotations
 
 import json
-import math
 import platform
 import statistics
 from dataclasses import dataclass, field
@@ -30,7 +29,8 @@ from typing import Any
 
 from argent.config import ConfigError, deep_merge
 from argent.io import atomic_write_json
-from argent.layout import Results, RunFolder, run_dir, split_run
+from argent.job_records import JobRecordError, job_record_files, parse_run_job, read_job_record
+from argent.layout import Results, RunFolder, run_dir
 from argent.plan.flops import step_flops, step_seconds
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment, trial_overrides
 from argent.typed import check_range, from_dict
@@ -41,8 +41,8 @@ RECORD = Path("bench") / "step_times.json"
 
 @dataclass(frozen=True)
 class CostSection:
-    """The ``cost:`` section of the workflow config; these are its keys' only defaults (the Snakemake
-    schema lists the keys and their patterns)."""
+    """The ``cost:`` section of the workflow config (``argent.typed.SECTIONS``); these are its keys'
+    only defaults (the Snakemake schema keeps the pattern of ``step_times``, a path)."""
 
     step_seconds: dict[str, float] = field(default_factory=dict)  # size -> s per step of one run, all its GPUs
     batch_size: int | None = None      # the batch those step_seconds were taken at; None: the group's batch
@@ -62,9 +62,9 @@ class CostSection:
         check_range("gpu_peak_tflops", self.gpu_peak_tflops, low=0.0, low_open=True)
 
 
-def cost_section(cfg: dict[str, Any]) -> CostSection:
+def cost_section(cfg: dict[str, Any], base_dir: Path | None = None) -> CostSection:
     """The typed ``cost:`` section (an unset key, or one set to null, takes its default); a typo or a
-    bad value is a ``ConfigError`` naming ``cost.<key>``."""
+    bad value is a ``ConfigError`` naming ``cost.<key>``. The parser ``SECTIONS`` names for ``cost``."""
     raw = cfg.get("cost") or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"cost: expected a mapping, got {raw!r}")
@@ -183,7 +183,7 @@ class StepRecord:
 
 
 def _record(cfg: dict[str, Any], base_dir: Path) -> tuple[Path, StepRecord]:
-    path = Path(cost_section(cfg).step_times or Path(cfg.get("results", "results")) / RECORD)
+    path = Path(cost_section(cfg).step_times or Path(setting(cfg, "results")) / RECORD)
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
         return path, StepRecord()
@@ -240,12 +240,11 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
     out = []
     for group in plan.active():
         gcfg = plan.configs[group.name]
-        runs = gcfg.get("runs") or {}
         keys = group.run_keys()
         trained = [k for k in keys if plan.home[k] == k]
-        device = str((gcfg.get("train") or {}).get("device", "cpu"))
-        gc = GroupCost(group.name, len(trained), len(keys) - len(trained), device, int(runs.get("gpus", 0)),
-                       int(runs.get("threads_per_run", 1)), {}, {}, {}, {})
+        device = str(setting(gcfg, "train", "device"))
+        gc = GroupCost(group.name, len(trained), len(keys) - len(trained), device, int(setting(gcfg, "runs", "gpus")),
+                       int(setting(gcfg, "runs", "threads_per_run")), {}, {}, {}, {})
         for size in group.sizes:
             train = deep_merge(gcfg.get("train") or {}, (gcfg.get("train_by_size") or {}).get(size) or {})
             gc.steps[size] = int(train.get("steps", 0))
@@ -350,29 +349,6 @@ def cost_line(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> st
 # ---- the measured record ------------------------------------------------------------------------
 
 
-def _job_seconds(tsv: Path) -> float | None:
-    """The wall seconds (column ``s``) of a Snakemake benchmark record; None for a file without a
-    data row; a value that is no positive number (``NA``: Snakemake could not measure the job) is an
-    error naming the file."""
-    lines = tsv.read_text().splitlines()
-    if len(lines) < 2:
-        return None
-    head, row = lines[0].split("\t"), lines[1].split("\t")
-    if "s" not in head or len(row) != len(head):
-        raise ConfigError(f"--record-from: {tsv}: not a Snakemake benchmark record (a header with the column 's', "
-                          f"then one row of as many values); delete it, or re-run its training job")
-    value = row[head.index("s")]
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = float("nan")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ConfigError(f"--record-from: {tsv}: s (the job's wall seconds) is {value!r}, expected a number > 0 "
-                          f"(Snakemake writes NA when it could not measure the job); delete the record, or re-run "
-                          f"its training job")
-    return seconds
-
-
 @dataclass(frozen=True)
 class _RecordedTrain:
     steps: int
@@ -396,28 +372,30 @@ def _recorded_train(train: dict[str, Any], where: Path) -> _RecordedTrain:
 
 
 def record_from_runs(results: Path, out: Path) -> dict[str, Any]:
-    """Step seconds per size from finished training jobs of a results folder: Snakemake's benchmark
-    record (wall seconds of the job, start-up included) over the run's steps, median per size.
-    Written with the machine and device it was measured on."""
+    """Step seconds per size from finished training jobs of a results folder: each job's record
+    (``argent.job_records``: the job's wall seconds, start-up included) over the run's steps, median per
+    size. Written with the machine and device it was measured on."""
     per_size: dict[str, list[tuple[float, int, str]]] = {}
-    for tsv in sorted((Results(results).benchmarks / "train").rglob("*.tsv")):
-        group = tsv.parent.name
-        stem = tsv.stem  # <variant>-<size>-seed<k>
-        run, _, seed = stem.rpartition("-seed")
-        variant, size = split_run(run)
-        folder = RunFolder(run_dir(results, group, variant, size, seed))
+    records = Results(results).job_records
+    for path in job_record_files(records, "train"):
+        run, group = parse_run_job(path.stem), path.parent.name
+        if run is None:
+            continue  # not a run's job
+        folder = RunFolder(run_dir(results, group, run.variant, run.size, run.seed))
         if not folder.config.is_file() or not folder.summary.is_file():
             continue
         resolved = folder.stored_config()
         if not isinstance(resolved.get("train"), dict) or "size" not in resolved:
             continue  # an unreadable config.yaml: the run's own readers name it
-        seconds = _job_seconds(tsv)
-        if seconds is None:
-            continue
+        try:
+            job = read_job_record(path, records)
+        except JobRecordError as err:
+            raise ConfigError(f"--record-from: {err}") from None
         train = _recorded_train(resolved["train"], folder.config)
-        per_size.setdefault(str(resolved["size"]), []).append((seconds / train.steps, train.batch_size, train.device))
+        wall = statistics.fmean(row.wall_s for row in job)  # a job measured more than once: its mean
+        per_size.setdefault(str(resolved["size"]), []).append((wall / train.steps, train.batch_size, train.device))
     if not per_size:
-        raise ConfigError(f"--record-from {results}: no finished training job with a benchmark record "
+        raise ConfigError(f"--record-from {results}: no finished training job with a job record "
                           f"(benchmarks/train/<group>/*.tsv beside runs/<group>/...); run the workflow first")
     sizes = {}
     for size, rows in per_size.items():

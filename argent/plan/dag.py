@@ -5,12 +5,13 @@ models, the benchmarks that run, the mining jobs and the probe's runs, and keeps
 prints (groups left out, the cost, optional data skipped). Its methods give each rule its inputs,
 its ``hash`` param (the part of the config the job depends on: a change re-runs exactly the jobs it
 affects) and the config files the verbs read. Torch-free and free of Snakemake: the Snakefile parses
-it on every job; tests/test_plan_dag.py checks each answer and message. ``workflow/rules/common.smk``
+it on every job; tests/unit/plan/test_dag.py checks each answer and message. ``workflow/rules/common.smk``
 only adapts these methods to Snakemake's wildcards.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -23,13 +24,30 @@ import yaml
 
 from argent.config import ConfigError
 from argent.io import file_sha256, write_text_if_changed
-from argent.layout import SUMMARY, Results, eval_dir, pretrained_eval_dir, run_dir
+from argent.layout import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
+from argent.models.pretrained.section import PretrainedEntry, available_entries
 from argent.plan.cost import cost_line
-from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, left_out_lines, run_identity, uses_negatives
-from argent.plan.pretrained import PretrainedEntry, available_entries
-from argent.plan.targets import (BenchmarkChoice, IdentityMismatch, benchmark_data_inputs, choose_benchmarks,
-                                 identity_mismatches, mining_jobs, probe_runs)
+from argent.plan.groups import (
+    TUNED_VARIANT,
+    Plan,
+    RunKey,
+    build_plan,
+    left_out_lines,
+    run_identity,
+    runs_section,
+    uses_negatives,
+)
+from argent.plan.targets import (
+    BenchmarkChoice,
+    IdentityMismatch,
+    benchmark_data_inputs,
+    choose_benchmarks,
+    identity_mismatches,
+    mining_jobs,
+    probe_runs,
+)
 from argent.tables.claims_spec import check_claims
+from argent.tables.config import claims_table
 from argent.workflow_config import WorkflowConfig, setting
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
@@ -61,23 +79,24 @@ class Dag:
     # finished runs whose summary.json carries another identity hash than the plan's: retrained
     stale: dict[RunKey, IdentityMismatch] = field(default_factory=dict)
 
-    def setting(self, section: str, key: str) -> Any:
-        """``<section>.<key>`` as configured, else its typed section's default (the only default)."""
+    def setting(self, section: str, key: str | None = None) -> Any:
+        """``<section>.<key>`` (or the top-level value ``<section>``) as configured, else its type's
+        default, the only one (``argent.typed.setting``)."""
         return setting(self.config, section, key)
 
     # ---- paths ----------------------------------------------------------------------------------
 
     def r(self, *parts: str) -> str:
         """A path under the results folder."""
-        return str(Path(self.config["results"]).joinpath(*parts))
+        return str(Path(self.setting("results")).joinpath(*parts))
 
     @property
     def results(self) -> Results:
-        return Results(Path(self.config["results"]))
+        return Results(Path(self.setting("results")))
 
     @property
     def hiershapes(self) -> str:
-        return str(Path(self.config["hiershapes"]["out"]))
+        return str(Path(self.setting("hiershapes", "out")))
 
     @property
     def hiershapes_manifest(self) -> str:
@@ -96,18 +115,18 @@ class Dag:
     def files(self) -> dict[str, str]:
         """{path: text} of the config files the verbs read: the effective config, each group's, the
         generator's parameters. Written when their text changes (common.smk)."""
-        variants_file = str(self.root / self.config["variants_file"])
+        variants_file = str(self.root / self.setting("variants_file"))
         out = {self.effective_config: yaml.safe_dump({**self.config, "variants_file": variants_file}, sort_keys=True)}
         for name, gcfg in self.plan.configs.items():
             out[self.group_config(name)] = yaml.safe_dump({**gcfg, "variants_file": variants_file}, sort_keys=True)
-        out[self.r("params", "hiershapes.yaml")] = yaml.safe_dump(self.config["hiershapes"].get("params", {}),
+        out[self.r("params", "hiershapes.yaml")] = yaml.safe_dump(self.setting("hiershapes", "params"),
                                                                   sort_keys=True)
         return out
 
     # ---- training -------------------------------------------------------------------------------
 
     def run_dir(self, key: RunKey) -> str:
-        return str(run_dir(Path(self.config["results"]), key.group, key.variant, key.size, key.seed))
+        return str(run_dir(Path(self.setting("results")), key.group, key.variant, key.size, key.seed))
 
     def summaries(self) -> list[str]:
         """Every trained run's summary.json (a borrowed run once, under the group that trains it)."""
@@ -148,26 +167,36 @@ class Dag:
             written.append(str(marker))
         return written
 
-    def run_resource(self, group: str, key: str, default: Any) -> Any:
-        return (self.plan.configs[group].get("runs") or {}).get(key, default)
+    def run_resource(self, group: str, key: str) -> Any:
+        """``runs.<key>`` of the group's config (its overrides over the base), else its one default
+        (``argent.plan.groups.RunResources``)."""
+        return setting(self.plan.configs[group], "runs", key)
 
     def launcher(self, group: str) -> list[str]:
         """``argent`` on one process; ``torchrun`` (free rendezvous port) for several GPUs."""
-        gpus = int(self.run_resource(group, "gpus", 0))
+        gpus = int(self.run_resource(group, "gpus"))
         if gpus > 1:
             return ["torchrun", "--standalone", "--nproc_per_node", str(gpus), "-m", "argent"]
         return ["argent"]
 
+    def made_by_synth(self, path: str) -> bool:
+        """Whether ``path`` lies under ``hiershapes.out`` (argent synth makes it; ``hiershapes2/`` does not)."""
+        return bool(path) and is_under(path, self.hiershapes)
+
+    def synth_inputs(self, path: str) -> list[str]:
+        """The generated data's manifest when ``path`` (a file, folder or shard pattern) is the embedded benchmark's."""
+        return [self.hiershapes_manifest] if self.made_by_synth(path) else []
+
     def shards_inputs(self, shards: str) -> list[str]:
         """The generated training data, when ``shards`` are the embedded benchmark's."""
-        return [self.hiershapes_manifest] if shards.startswith(self.hiershapes) else []
+        return self.synth_inputs(shards)
 
     def training_inputs(self, group: str, variant: str) -> list[str]:
         """Files a training job needs built first (generated data, mined negatives)."""
         gcfg = self.plan.configs[group]
-        inputs = self.shards_inputs(gcfg["data"].get("train_shards", ""))
+        inputs = self.shards_inputs(setting(gcfg, "data", "train_shards"))
         if uses_negatives(gcfg, variant, self.root):
-            inputs.append(gcfg["data"]["negatives"])
+            inputs.append(setting(gcfg, "data", "negatives"))
         return inputs
 
     # ---- evaluation -----------------------------------------------------------------------------
@@ -189,12 +218,12 @@ class Dag:
         return stable_hash({b: self.config["benchmarks"][b] for b in self.benchmarks.run})
 
     def eval_targets(self) -> list[str]:
-        results = Path(self.config["results"])
+        results = Path(self.setting("results"))
         return [str(eval_dir(results, k.group, k.variant, k.size, k.seed) / f"{b}.json")
                 for k in self.plan.trained for b in self.benchmarks.run]
 
     def pretrained_eval_targets(self) -> list[str]:
-        results = Path(self.config["results"])
+        results = Path(self.setting("results"))
         return [str(pretrained_eval_dir(results, name) / f"{b}.json") for name in self.pretrained
                 for b in self.benchmarks.run]
 
@@ -206,7 +235,7 @@ class Dag:
     def clean_inputs(self, dataset: str) -> str:
         """The embedded split is made by synth_hiershapes (its manifest marks it complete)."""
         source = self.clean_source(dataset)
-        return self.hiershapes_manifest if source.startswith(self.hiershapes) else source
+        return self.hiershapes_manifest if self.made_by_synth(source) else source
 
     def clean_hash(self, dataset: str) -> str:
         """The clean: options that shape one data set's outputs (every key but the other data sets)."""
@@ -236,9 +265,9 @@ class Dag:
         generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
         group = self.tuning_group()
         gcfg = self.plan.configs[group] if group else self.config
-        inputs = set(self.shards_inputs(gcfg["data"].get("train_shards", "")))
+        inputs = set(self.shards_inputs(setting(gcfg, "data", "train_shards")))
         if uses_negatives(gcfg, self.setting("tune", "base_variant"), self.root):
-            inputs.add(gcfg["data"]["negatives"])
+            inputs.add(setting(gcfg, "data", "negatives"))
         inputs.update(self.benchmark_data_inputs(list(self.tune_objective_entries())))
         return sorted(inputs)
 
@@ -256,20 +285,25 @@ class Dag:
             extras.append(str(self.results.study_trials(self.setting("tune", "study"))))
         for dataset in self.setting("clean", "datasets"):
             source = self.clean_source(dataset)
-            if source.startswith(self.hiershapes) or Path(source).exists():
+            if self.made_by_synth(source) or Path(source).exists():
                 extras.append(str(self.results.clean(dataset).table1_md))
         return extras
 
     def tables_hash(self) -> str:
         cfg = self.config
-        return stable_hash([cfg.get("tables", {}), cfg["runs"], cfg.get("groups"), self.setting("tune", "enabled"),
+        runs = dataclasses.asdict(runs_section(cfg))  # every key, defaults included
+        return stable_hash([cfg.get("tables", {}), runs, cfg.get("groups"), self.setting("tune", "enabled"),
                             sorted(map(str, self.plan.home.items()))])
+
+    def claims_file(self) -> str:
+        """The claims file the tables job reads (``tables.claims.file``, else its default)."""
+        return claims_table(self.config).file
 
 
 def build_dag(config: dict[str, Any], root: Path) -> Dag:
     """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
     workflow = WorkflowConfig(config, "config", root)
-    workflow.check_all()  # the typed sections, key by key (the schema lists none)
+    workflow.check_all()  # every section, typed key by key (argent.typed.SECTIONS; the schema only patterns)
     check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
     try:
         plan = build_plan(config, root)
@@ -280,7 +314,7 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     notes += skipped
     benchmarks = choose_benchmarks(config, root)
     notes += benchmarks.skipped.values()
-    stale = identity_mismatches(plan, root, Path(config["results"]))  # reads the summaries, writes nothing
+    stale = identity_mismatches(plan, root, Path(setting(config, "results")))  # reads the summaries, writes nothing
     notes += [m.line() for m in stale.values()]
     return Dag(config=config, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
                mining=mining_jobs(plan, root), probe=probe_runs(config, plan), notes=notes, stale=stale)

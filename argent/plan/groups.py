@@ -1,8 +1,10 @@
 """Experiment groups: the workflow config's ``groups:`` section, resolved into the runs to train.
 
 A group is one experiment of the protocol (docs/scaling.md): its variants, sizes, seeds and the
-training overrides that define its budget (merged over the base config), and the tables it feeds.
-A run's identity includes its group: ``<results>/runs/<group>/<variant>-<size>/seed<k>``.
+training overrides that define its budget (merged over the base config). ``GroupEntry`` types one
+entry as written (``runs:``, typed by ``RunsSection``, gives the sizes and seeds a group names
+none of); ``Group`` is the entry resolved. A run's folder includes its group:
+``<results>/runs/<group>/<variant>-<size>/seed<k>``.
 
 A group may borrow from another (``from: main``): a run it lists whose resolved training config
 hashes the same as the other group's run of that variant/size/seed is not trained twice; its
@@ -12,34 +14,125 @@ without WordNet) is an error, or, with ``optional: true``, left out with one pri
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from argent.config import (
-    MODEL_SIZES,
     ConfigError,
-    DataConfig,
     ExperimentConfig,
-    ModelConfig,
-    OptimConfig,
-    TrainConfig,
     check_name,
     deep_merge,
     experiment_from_dict,
     load_variants,
     parse_override,
+    variant_layers,
 )
 from argent.limits import check_seed
-from argent.typed import check_partial
-from argent.workflow_config import setting
+from argent.typed import check_partial, check_range, from_dict, section_of, setting
+from argent.workflow_config import parse_section
 
 TUNED_VARIANT = "argent-tuned"  # the tuned study's best trial, retrained (base variant + best.yaml)
-GROUP_KEYS = ("enabled", "variants", "sizes", "seeds", "overrides", "from", "optional", "tables", "note")
-OVERRIDE_SECTIONS = ("train", "train_by_size", "optim", "data", "model", "variant_overrides", "runs")
-RUN_RESOURCE_KEYS = ("gpus", "threads_per_run", "mem_mb", "runtime_min")
-TABLE_NAMES = ("main", "ablations", "claims", "mechanism", "probe")
+
+
+@dataclass
+class RunResources:
+    """What one training job of a group asks the scheduler for (``runs:``, a group's ``overrides.runs``)."""
+
+    gpus: int = 0  # per run; > 1: torchrun --standalone, DDP
+    threads_per_run: int = 1
+    mem_mb: int = 4000
+    runtime_min: int = 60
+
+    def __post_init__(self) -> None:
+        check_range("gpus", self.gpus, low=0)
+        check_range("threads_per_run", self.threads_per_run, low=1)
+        check_range("mem_mb", self.mem_mb, low=100)
+        check_range("runtime_min", self.runtime_min, low=1)
+
+
+@dataclass
+class RunsSection(RunResources):
+    """``runs:``: the sizes and seeds of every group that names none, and its jobs' resources."""
+
+    sizes: list[str] = field(default_factory=lambda: ["tiny"])
+    seeds: list[int] = field(default_factory=lambda: [0])
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _names(self.sizes, "sizes", "size")
+        _seeds(self.seeds, "seeds")
+
+
+def _names(values: list[str], key: str, what: str) -> None:
+    if not values:
+        raise ConfigError(f"{key}: empty; list at least one")
+    for i, value in enumerate(values):
+        check_name(value, f"{key}[{i}] {what}")
+
+
+def _seeds(values: list[int], key: str) -> None:
+    if not values:
+        raise ConfigError(f"{key}: empty; list at least one")
+    for i, value in enumerate(values):
+        check_seed(value, f"{key}[{i}]")
+
+
+@dataclass
+class GroupOverrides:
+    """``groups.<g>.overrides``: run-level sections merged over the base config for this group's jobs,
+    each typed as its top-level section is (``SECTIONS``), ``runs`` its resource keys only; the merged
+    config is typed again per run (``build_plan``: ranges across keys)."""
+
+    train: dict[str, Any] | None = None
+    train_by_size: dict[str, Any] | None = None
+    optim: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
+    variant_overrides: dict[str, Any] | None = None
+    runs: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # each key as its top-level section is typed (argent.typed.SECTIONS), but runs: resources only
+        for key in ("train", "train_by_size", "optim", "data", "model", "variant_overrides"):
+            if getattr(self, key) is not None:
+                parse_section({key: getattr(self, key)}, key)
+        if self.runs is not None:
+            check_partial(RunResources, self.runs, "runs")
+
+    def written(self) -> dict[str, Any]:
+        """The overrides as written (the sections set), as ``group_config`` merges them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclass
+class GroupEntry:
+    """``groups.<g>``: one experiment of the protocol (docs/scaling.md) as the config writes it."""
+
+    REMOVED: ClassVar[dict[str, str]] = {
+        "tables": "it was read by nothing (a table names its rows under tables:); delete the key",
+        "note": "it was read by nothing; write a YAML comment instead",
+    }
+
+    variants: list[str] = field(default_factory=list)  # at least one
+    sizes: list[str] | None = None  # None: runs.sizes
+    seeds: list[int] | None = None  # None: runs.seeds
+    overrides: GroupOverrides = field(default_factory=GroupOverrides)
+    # another group whose identical runs (same identity hash) this one reads instead of training
+    borrow_from: str = field(default="", metadata={"key": "from"})
+    optional: bool = False  # a group that cannot run (no WordNet): left out with one line, not an error
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        _names(self.variants, "variants", "variant")
+        if self.sizes is not None:
+            _names(self.sizes, "sizes", "size")
+        if self.seeds is not None:
+            _seeds(self.seeds, "seeds")
+        if self.borrow_from:
+            check_name(self.borrow_from, "from")
 
 
 @dataclass(frozen=True)
@@ -60,6 +153,8 @@ class RunKey:
 
 @dataclass
 class Group:
+    """A group resolved: its sizes and seeds (``runs:``'s where it names none), its overrides as written."""
+
     name: str
     variants: list[str]
     sizes: list[str]
@@ -68,99 +163,35 @@ class Group:
     borrow_from: str = ""
     optional: bool = False
     enabled: bool = True
-    tables: list[str] = field(default_factory=list)
-    note: str = ""
 
     def run_keys(self) -> list[RunKey]:
         return [RunKey(self.name, v, s, k) for v in self.variants for s in self.sizes for k in self.seeds]
 
 
-def _typed(value: Any, kind: type | tuple[type, ...], where: str, expected: str) -> Any:
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ConfigError(f"{where}: expected {expected}, got {value!r}")
-    return value
+def runs_section(cfg: dict[str, Any]) -> RunsSection:
+    """The typed ``runs:`` section (absent: every default)."""
+    return from_dict(RunsSection, section_of(cfg, "runs"), "runs")
 
 
-def _list(value: Any, where: str, item: type, check: Callable[[Any, str], Any] | None = None) -> list:
-    _typed(value, list, where, "a list")
-    if not value:
-        raise ConfigError(f"{where}: empty; list at least one")
-    for i, v in enumerate(value):
-        _typed(v, item, f"{where}[{i}]", item.__name__)
-        if check:
-            check(v, f"{where}[{i}]")
-    return list(value)
-
-
-# override section -> the run-level type its keys are fields of (per size for the *_by_size ones)
-OVERRIDE_TYPES: dict[str, tuple[type, bool]] = {
-    "train": (TrainConfig, False), "optim": (OptimConfig, False), "data": (DataConfig, False),
-    "train_by_size": (TrainConfig, True), "model": (ModelConfig, True),
-}
-
-
-def check_overrides(overrides: dict[str, Any], where: str) -> None:
-    """A group's overrides on their own, before they are merged: every key one the run config has and
-    every value of its type, named by its full path (``groups.main.overrides.train.stepz``). Ranges
-    and cross-key checks follow on the merged config (``build_plan`` resolves each run)."""
-    for section, (cls, per_size) in OVERRIDE_TYPES.items():
-        value = overrides.get(section)
-        if value is None:
-            continue
-        if not per_size:
-            check_partial(cls, value, f"{where}.{section}")
-            continue
-        _typed(value, dict, f"{where}.{section}", "a mapping of size -> keys")
-        unknown = sorted(set(value) - set(MODEL_SIZES))
-        if unknown:
-            raise ConfigError(f"{where}.{section}: unknown size(s) {unknown}; allowed: {sorted(MODEL_SIZES)}")
-        for size, keys in value.items():
-            check_partial(cls, keys or {}, f"{where}.{section}.{size}")
-    for key, value in (overrides.get("runs") or {}).items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"{where}.runs.{key}: expected an integer >= 0, got {value!r}")
-
-
-def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
-    """Every group of ``cfg['groups']`` (disabled ones included), checked key by key."""
+def groups_section(cfg: dict[str, Any], base_dir: Path | None = None) -> dict[str, Group]:
+    """Every group of ``cfg['groups']`` (disabled ones included), typed key by key, with ``runs:``'s
+    sizes and seeds where a group names none; ``from`` chains end at a group that exists."""
     raw = cfg.get("groups")
     if not isinstance(raw, dict) or not raw:
         raise ConfigError("groups: missing or empty; name at least one experiment group (docs/scaling.md)")
-    runs = cfg.get("runs") or {}
+    runs = runs_section(cfg)
     out: dict[str, Group] = {}
     for name, entry in raw.items():
         where = f"groups.{name}"
         check_name(name, "groups")
-        _typed(entry, dict, where, "a mapping")
-        unknown = sorted(set(entry) - set(GROUP_KEYS))
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {list(GROUP_KEYS)}")
-        overrides = _typed(entry.get("overrides") or {}, dict, f"{where}.overrides", "a mapping")
-        bad = sorted(set(overrides) - set(OVERRIDE_SECTIONS))
-        if bad:
-            raise ConfigError(f"{where}.overrides: unknown section(s) {bad}; allowed: {list(OVERRIDE_SECTIONS)}")
-        bad_runs = sorted(set(overrides.get("runs") or {}) - set(RUN_RESOURCE_KEYS))
-        if bad_runs:
-            raise ConfigError(f"{where}.overrides.runs: unknown key(s) {bad_runs}; allowed: {list(RUN_RESOURCE_KEYS)}")
-        check_overrides(overrides, f"{where}.overrides")
-        tables = _typed(entry.get("tables", []), list, f"{where}.tables", "a list")
-        bad_tables = [t for t in tables if t not in TABLE_NAMES]
-        if bad_tables:
-            raise ConfigError(f"{where}.tables: unknown table(s) {bad_tables}; allowed: {list(TABLE_NAMES)}")
-        out[name] = Group(
-            name=name,
-            variants=_list(entry.get("variants"), f"{where}.variants", str, check_name),
-            sizes=_list(entry.get("sizes", runs.get("sizes", ["tiny"])), f"{where}.sizes", str,
-                        lambda v, w: check_name(v, f"{w} size")),
-            seeds=[int(k) for k in _list(entry.get("seeds", runs.get("seeds", [0])),
-                                         f"{where}.seeds" if "seeds" in entry else "runs.seeds", int, check_seed)],
-            overrides=overrides,
-            borrow_from=_typed(entry.get("from", ""), str, f"{where}.from", "a group name"),
-            optional=_typed(entry.get("optional", False), bool, f"{where}.optional", "true/false"),
-            enabled=_typed(entry.get("enabled", True), bool, f"{where}.enabled", "true/false"),
-            tables=list(tables),
-            note=str(entry.get("note", "")),
-        )
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {entry!r}")
+        typed = from_dict(GroupEntry, entry, where)
+        out[name] = Group(name=name, variants=list(typed.variants),
+                          sizes=list(typed.sizes if typed.sizes is not None else runs.sizes),
+                          seeds=list(typed.seeds if typed.seeds is not None else runs.seeds),
+                          overrides=typed.overrides.written(), borrow_from=typed.borrow_from,
+                          optional=typed.optional, enabled=typed.enabled)
     for group in out.values():  # `from` chains end (no cycle), at groups that exist
         seen, name = [group.name], group.borrow_from
         while name:
@@ -171,6 +202,11 @@ def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
             seen.append(name)
             name = out[name].borrow_from
     return out
+
+
+def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
+    """Every group of ``cfg['groups']`` (disabled ones included), checked key by key."""
+    return groups_section(cfg)
 
 
 def group_config(cfg: dict[str, Any], group: Group) -> dict[str, Any]:
@@ -212,12 +248,12 @@ def uses_negatives(cfg: dict[str, Any], variant: str, base_dir: Path) -> bool:
     name = base_variant(cfg, variant)
     if name not in catalogue:
         raise ConfigError(f"variant {name!r} is not in the variant catalogue; known: {sorted(catalogue)}")
-    entry = deep_merge(catalogue[name], (cfg.get("variant_overrides") or {}).get(name, {}))
+    entry = deep_merge(catalogue[name], variant_layers(cfg, name))
     return (entry.get("hard_negatives") or "none") != "none"
 
 
 def _variants_file(cfg: dict[str, Any], base_dir: Path) -> Path:
-    path = Path(cfg.get("variants_file", "config/variants.yaml"))
+    path = Path(setting(cfg, "variants_file"))
     return path if path.is_absolute() else base_dir / path
 
 
@@ -296,6 +332,10 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
 def check_group_runs(gcfg: dict[str, Any], group: Group, base_dir: Path) -> None:
     """Each variant and size the group trains resolved from its merged config (base + overrides), so a
     value out of range there stops the plan with the group named, not a job or the cost table."""
+    try:
+        runs_section(gcfg)
+    except ConfigError as err:
+        raise ConfigError(f"groups.{group.name} (the base config with its overrides): {err}") from None
     for variant in dict.fromkeys(group.variants):
         for size in dict.fromkeys(group.sizes):
             key = RunKey(group.name, variant, size, group.seeds[0] if group.seeds else 0)

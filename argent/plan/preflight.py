@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from argent.evaluation.benchmarks import IMAGES, ITEMS, SIDE, entry_paths
+from argent.layout import is_under
+from argent.typed import setting
 
 __all__ = ["Finding", "benchmark_findings", "is_produced", "missing_required", "produced_prefixes"]
 
@@ -25,12 +27,12 @@ class Finding:
 
 def produced_prefixes(cfg: dict[str, Any]) -> tuple[str, ...]:
     """Folders the workflow writes itself: their files do not exist before the DAG runs."""
-    return tuple(str(Path(p)) for p in (cfg.get("results", "results"), (cfg.get("hiershapes") or {}).get("out", "")) if p)
+    return tuple(str(Path(p)) for p in (setting(cfg, "results"), setting(cfg, "hiershapes", "out")) if p)
 
 
 def is_produced(path: str, prefixes: tuple[str, ...]) -> bool:
     """Whether ``path`` lies in a folder the workflow writes (``produced_prefixes``)."""
-    return any(path == p or path.startswith(p + "/") for p in prefixes)
+    return any(is_under(path, p) for p in prefixes)
 
 
 def benchmark_findings(name: str, entry: dict[str, Any], prefixes: tuple[str, ...], base_dir: Path) -> list[Finding]:

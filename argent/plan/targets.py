@@ -3,8 +3,8 @@ read that the DAG makes, which parquet of hard negatives is mined from which sha
 probe reads, and which finished run folders hold another run than the plan trains there (their
 ``summary.json`` carries another identity hash: ``identity_mismatches``; the DAG retrains them, the
 tables and ``argent evaluate`` refuse them: ``planned_hash`` is the one home of the hash every reader
-compares with). Pure functions, torch-free, tested with their messages (tests/test_plan_targets.py,
-tests/test_faults/test_identity_reads.py); workflow/rules/common.smk only turns their answers into
+compares with). Pure functions, torch-free, tested with their messages (tests/unit/plan/test_targets.py,
+tests/integration/faults/test_identity_reads.py); workflow/rules/common.smk only turns their answers into
 Snakemake inputs and outputs.
 """
 
@@ -19,7 +19,7 @@ import yaml
 from argent.config import ConfigError, check_name
 from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
 from argent.io import ArgentError, ReadError, read_json_object
-from argent.layout import SUMMARY, Results, probe_result, run_dir
+from argent.layout import SUMMARY, Results, is_under, probe_result, run_dir
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment, uses_negatives
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
 from argent.typed import strict_yaml
@@ -67,13 +67,13 @@ def choose_benchmarks(cfg: dict[str, Any], base_dir: Path) -> BenchmarkChoice:
 def benchmark_data_inputs(cfg: dict[str, Any], names: list[str], made_by_synth: str, manifest: str) -> list[str]:
     """Files this DAG makes that the benchmarks ``names`` read: the embedded benchmark's manifest
     (for a path under ``made_by_synth``) and cleaned CSVs / negative pools under the results folder."""
-    results = str(Path(cfg.get("results", "results")))
+    results = str(Path(setting(cfg, "results")))
     inputs = set()
     for name in names:
         entry = (cfg.get("benchmarks") or {}).get(name) or {}  # an unknown name is choose_benchmarks' error
-        if any(p.startswith(made_by_synth) for p in entry_paths(entry).values()):
+        if any(is_under(p, made_by_synth) for p in entry_paths(entry).values()):
             inputs.add(manifest)
-        inputs.update(p for p in entry_paths(entry, (CLEANED, CLEANED_SIDE)).values() if p.startswith(results))
+        inputs.update(p for p in entry_paths(entry, (CLEANED, CLEANED_SIDE)).values() if is_under(p, results))
     return sorted(inputs)
 
 
@@ -101,7 +101,7 @@ def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
     bare name meaning main). A borrowed run is read, and its result written, under its lender."""
     if not setting(cfg, "probe", "enabled"):
         return {}
-    results = Path(cfg.get("results", "results"))
+    results = Path(setting(cfg, "results"))
     out: dict[str, RunKey] = {}
     for name in setting(cfg, "probe", "variants") or []:
         group, _, variant = str(name).rpartition("/")

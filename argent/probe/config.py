@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from argent.config import ConfigError, from_dict
+from argent.layout import DEFAULT_HIERSHAPES, HiershapesFolder
 from argent.workflow_config import load_config
 
 ABLATIONS = ("random", "systematic")
@@ -83,7 +84,8 @@ class ProbeSection:
     variants: list[str] = field(default_factory=list)  # runs the workflow probes
     seeds: list[int] = field(default_factory=lambda: [0])  # their training seeds (not the probe's seeds)
     sizes: list[str] = field(default_factory=list)  # empty: the sizes of runs.sizes
-    data: str = "data/hiershapes/classification"  # labelled image folder: <id>/<image>, class_names.tsv
+    # labelled image folder: <id>/<image>, class_names.tsv; absent or `hiershapes`: derived from hiershapes.out
+    data: str = field(default_factory=lambda: str(HiershapesFolder(Path(DEFAULT_HIERSHAPES)).classification()))
     options: ProbeOptions = field(default_factory=ProbeOptions)
 
 

@@ -1,43 +1,16 @@
 """`argent tables`: tables and figures from evaluation JSON and run folders.
 
 collect (inputs -> long frames), stats (CIs, paired differences, verdicts), paper (main and
-ablation tables), claims, mechanism, probe, figures; run(options) builds them all, cli is the verb.
+ablation tables), claims, mechanism, probe, pretrained (the pretrained models' table), figures;
+``argent.tables.run.run(options)`` builds them all, cli is the verb.
 
-``main``, ``run`` and ``TablesOptions`` are imported on first use: the DAG build parses the claims
-file through ``argent.tables.claims_spec`` (torch- and polars-free) and must not pay for the rest.
+Names are imported on first use (``argent.lazy``): the DAG build parses the claims file through
+``argent.tables.claims_spec`` (torch- and polars-free) and must not pay for the rest. The function
+``run`` is not a package name (the submodule ``argent.tables.run`` is): ``from argent.tables.run import run``.
 """
 
-from __future__ import annotations
+from argent.lazy import lazy_exports
 
-import sys
-import types
-from typing import Any
-
-__all__ = ["main", "run", "TablesOptions"]
-
-
-class _Tables(types.ModuleType):
-    """The package, whose ``run`` is the function ``argent.tables.run.run`` (as when it was imported
-    eagerly), not the submodule the import system binds to that name when it first loads it."""
-
-    @property
-    def run(self) -> Any:
-        from argent.tables.run import run
-        return run
-
-    @run.setter
-    def run(self, value: Any) -> None:
-        pass  # the submodule being bound by the import system: the function stays the package's `run`
-
-    @property
-    def TablesOptions(self) -> Any:  # noqa: N802 - the class's name
-        from argent.tables.run import TablesOptions
-        return TablesOptions
-
-    @property
-    def main(self) -> Any:
-        from argent.tables.cli import main
-        return main
-
-
-sys.modules[__name__].__class__ = _Tables
+_EXPORTS = {"main": "argent.tables.cli", "TablesOptions": "argent.tables.run"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

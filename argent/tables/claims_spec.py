@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from argent.tables.config import claims_table
 from argent.typed import ConfigError, strict_yaml
 
 EXPECT = ("better", "worse", "equal")
@@ -309,18 +310,14 @@ def kind_of_test(cm: ClaimMetric, margin: Margin) -> str:
 def check_claims(cfg: dict[str, Any], base_dir: Path) -> ClaimsSpec | None:
     """The claims file ``tables.claims.file`` and its role map ``tables.claims.metrics`` parsed now,
     as the tables job will (a broken claims file stops ``snakemake -n`` and ``argent check``, not the
-    tables job after every training). None when the config names no claims file."""
-    tables = cfg.get("tables") or {}
-    section = tables.get("claims") if isinstance(tables, dict) else None
-    if not isinstance(section, dict) or not section.get("file"):
+    tables job after every training). None when the config has no ``tables:`` section."""
+    if not cfg.get("tables"):
         return None
-    if not isinstance(section["file"], str):
-        raise _fail("tables.claims.file", f"expected a path, got {section['file']!r}")
-    path = Path(section["file"])
-    path = path if path.is_absolute() else Path(base_dir) / path
+    section = claims_table(cfg)
+    path = section.path(base_dir)
     if not path.is_file():
         raise _fail(f"tables.claims.file: {path}", "claims file not found; point it at the claims file "
                     "(config/claims.yaml)")
     spec = load_claims(path)
-    spec.roles = parse_roles(section.get("metrics") or {})
+    spec.roles = parse_roles(section.roles())
     return spec

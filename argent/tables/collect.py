@@ -23,9 +23,9 @@ from typing import Any
 import polars as pl
 
 from argent.io import ReadError, flatten, read_json_object
+from argent.layout import SUMMARY, Results, RunFolder, eval_dir, run_dir, run_parts
 from argent.plan.groups import Plan
 from argent.plan.targets import check_stamp, stamped_hash
-from argent.layout import SUMMARY, Results, RunFolder, eval_dir, run_dir, run_parts
 from argent.runs import read_metrics
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,

@@ -1,15 +1,15 @@
-"""Every job's cost: Snakemake ``benchmark:`` TSVs aggregated into ``cost.{md,csv}``.
+"""Every job's cost: Snakemake's job records (its ``benchmark:`` TSVs) aggregated into ``cost.{md,csv}``.
 
-Each workflow rule writes ``<results>/benchmarks/<stage>/<job>.tsv`` (Snakemake's benchmark format:
-columns ``s`` wall seconds, ``max_rss`` MB, ``cpu_time`` seconds, ...; one row per repeat). The job
-name of per-run stages is ``<variant>-<size>-seed<k>``, which gives the variant. The tables:
+Each workflow rule writes a job record ``<results>/benchmarks/<stage>/[<group>/]<job>.tsv``, read by
+``argent.job_records`` (which also owns the job names: a run's job ``<variant>-<size>-seed<k>`` gives
+the variant). The tables:
 
 - per stage: jobs, total and mean wall seconds, share of the summed wall time, peak ``max_rss``,
   total CPU seconds;
 - per stage and variant: the same, for the stages whose jobs name a variant.
 
 Summed wall time is the sum over jobs (what the run would take on one core), not the elapsed time
-of a parallel run. ``python -m argent.tables.cost --benchmarks results/benchmarks --out results/tables``.
+of a parallel run. ``python -m argent.tables.cost --job-records results/benchmarks --out results/tables``.
 """
 
 from __future__ import annotations
@@ -18,67 +18,18 @@ import argparse
 import csv
 import io
 import math
-import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from argent.io import atomic_write_text
+from argent.job_records import JobRecord, read_job_records
 
-RUN_JOB = re.compile(r"^(?P<variant>.+)-(?P<size>[^-]+)-seed(?P<seed>\d+)$")
 COLUMNS = ("stage", "variant", "jobs", "total_wall_s", "mean_wall_s", "share_of_wall", "peak_max_rss_mb", "cpu_s")
 
 
-@dataclass(frozen=True)
-class JobCost:
-    stage: str
-    job: str
-    variant: str  # "" when the job does not name one
-    wall_s: float
-    max_rss_mb: float  # NaN when Snakemake could not measure it
-    cpu_s: float
-    group: str = ""  # the folder between stage and file (a per-run stage's experiment group)
-    size: str = ""   # "" when the job does not name one
-
-
-def _number(value: str | None) -> float:
-    try:
-        return float(value) if value not in (None, "", "NA", "-") else math.nan
-    except ValueError:
-        return math.nan
-
-
-def read_benchmark(path: Path, stage: str) -> list[JobCost]:
-    """The rows of one benchmark TSV (one per repeat); a clear error naming the file if it is not one."""
-    text = path.read_text()
-    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
-    if not rows or "s" not in rows[0]:
-        raise ValueError(f"{path}: not a Snakemake benchmark TSV (no 's' column); delete it and rerun the job")
-    match = RUN_JOB.match(path.stem)
-    variant, size = (match["variant"], match["size"]) if match else ("", "")
-    group = path.parent.name if path.parent.name != stage else ""
-    out = []
-    for i, row in enumerate(rows, start=2):
-        wall = _number(row.get("s"))
-        if math.isnan(wall):
-            raise ValueError(f"{path}, line {i}: wall seconds 's' is {row.get('s')!r}; delete the file and rerun the job")
-        out.append(JobCost(stage, path.stem, variant, wall, _number(row.get("max_rss")), _number(row.get("cpu_time")),
-                           group, size))
-    return out
-
-
-def read_benchmarks(root: str | Path) -> list[JobCost]:
-    """All ``<root>/<stage>/**/*.tsv`` (stage = the first folder under ``root``)."""
-    root = Path(root)
-    jobs: list[JobCost] = []
-    for path in sorted(root.glob("*/**/*.tsv")):
-        jobs += read_benchmark(path, path.relative_to(root).parts[0])
-    return jobs
-
-
-def run_cpu_seconds(jobs: list[JobCost], stage: str = "train") -> dict[tuple[str, str, str], float]:
-    """Mean CPU seconds of one run of ``stage`` per (group, variant, size), from ``read_benchmarks``'
-    jobs (a job whose CPU time was not measured is left out)."""
+def run_cpu_seconds(jobs: list[JobRecord], stage: str = "train") -> dict[tuple[str, str, str], float]:
+    """Mean CPU seconds of one run of ``stage`` per (group, variant, size), from the job records
+    (``argent.job_records.read_job_records``; a job whose CPU time was not measured is left out)."""
     cpu: dict[tuple[str, str, str], list[float]] = {}
     for j in jobs:
         if j.stage == stage and j.variant and not math.isnan(j.cpu_s):
@@ -86,7 +37,7 @@ def run_cpu_seconds(jobs: list[JobCost], stage: str = "train") -> dict[tuple[str
     return {key: sum(v) / len(v) for key, v in cpu.items()}
 
 
-def _row(stage: str, variant: str, jobs: list[JobCost], grand_total: float) -> dict[str, object]:
+def _row(stage: str, variant: str, jobs: list[JobRecord], grand_total: float) -> dict[str, object]:
     walls = [j.wall_s for j in jobs]
     rss = [j.max_rss_mb for j in jobs if not math.isnan(j.max_rss_mb)]
     cpu = [j.cpu_s for j in jobs if not math.isnan(j.cpu_s)]
@@ -100,7 +51,7 @@ def _row(stage: str, variant: str, jobs: list[JobCost], grand_total: float) -> d
     }
 
 
-def cost_rows(jobs: list[JobCost]) -> tuple[list[dict], list[dict]]:
+def cost_rows(jobs: list[JobRecord]) -> tuple[list[dict], list[dict]]:
     """(per stage rows + an "all" row, per stage-and-variant rows)."""
     grand = sum(j.wall_s for j in jobs)
     stages = sorted({j.stage for j in jobs})
@@ -124,9 +75,10 @@ def markdown(rows: list[dict], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_cost_tables(benchmarks: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``cost.md`` and ``cost.csv`` (both tables, the CSV with a ``table`` column) atomically."""
-    per_stage, per_variant = cost_rows(read_benchmarks(benchmarks))
+def write_cost_tables(job_records: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``cost.md`` and ``cost.csv`` (both tables, the CSV with a ``table`` column) atomically, from
+    the job records under ``job_records`` (``<results>/benchmarks``)."""
+    per_stage, per_variant = cost_rows(read_job_records(job_records))
     out_dir = Path(out_dir)
     note = ("Wall seconds summed over jobs (one core's worth, not the elapsed time of a parallel run); "
             "max_rss in MB as Snakemake's `benchmark:` measured it; share = share of the summed wall time; "
@@ -148,14 +100,15 @@ def write_cost_tables(benchmarks: str | Path, out_dir: str | Path) -> tuple[Path
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m argent.tables.cost", description=__doc__.splitlines()[0])
-    p.add_argument("--benchmarks", type=Path, required=True, help="folder of <stage>/<job>.tsv benchmark files")
+    p.add_argument("--job-records", type=Path, required=True,
+                   help="folder of Snakemake's job records, <stage>/[<group>/]<job>.tsv (<results>/benchmarks)")
     p.add_argument("--out", type=Path, required=True, help="folder for cost.md and cost.csv")
     args = p.parse_args(argv)
-    if not args.benchmarks.is_dir():
-        print(f"argent cost: {args.benchmarks}: no such folder (run the workflow first)", file=sys.stderr)
+    if not args.job_records.is_dir():
+        print(f"argent cost: {args.job_records}: no such folder (run the workflow first)", file=sys.stderr)
         return 1
     try:
-        md_path, _ = write_cost_tables(args.benchmarks, args.out)
+        md_path, _ = write_cost_tables(args.job_records, args.out)
     except ValueError as err:
         print(f"argent cost: {err}", file=sys.stderr)
         return 1

@@ -10,26 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from argent.evaluation.benchmarks import IMAGES, ITEMS, SHARDS, entry_paths
+from argent.layout import is_under
 from argent.plan.groups import Plan
+from argent.typed import setting
 
 SYNTHETIC, REAL = "synthetic", "real"
 
 
-def _under(path: str, root: Path) -> bool:
-    try:
-        Path(path).resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
-
-
 def _domain(paths: list[str], synthetic_root: Path) -> str:
-    return SYNTHETIC if paths and all(_under(p, synthetic_root) for p in paths) else REAL
+    return SYNTHETIC if paths and all(is_under(p, synthetic_root) for p in paths) else REAL
 
 
 def training_domain(group_config: dict[str, Any], base_dir: Path) -> str:
     """synthetic when the training shards lie under ``hiershapes.out``, else real."""
-    root = base_dir / str((group_config.get("hiershapes") or {}).get("out", "data/hiershapes"))
+    root = base_dir / str(setting(group_config, "hiershapes", "out"))
     shards = str((group_config.get("data") or {}).get("train_shards", ""))
     return _domain([str(base_dir / shards)] if shards else [], root)
 
@@ -37,7 +31,7 @@ def training_domain(group_config: dict[str, Any], base_dir: Path) -> str:
 def benchmark_domain(cfg: dict[str, Any], benchmark: str, base_dir: Path) -> str:
     """synthetic when every data path of the benchmark entry lies under ``hiershapes.out``, else real."""
     entry = (cfg.get("benchmarks") or {}).get(benchmark) or {}
-    root = base_dir / str((cfg.get("hiershapes") or {}).get("out", "data/hiershapes"))
+    root = base_dir / str(setting(cfg, "hiershapes", "out"))
     return _domain([str(base_dir / p) for p in entry_paths(entry, (ITEMS, IMAGES, SHARDS)).values()], root)
 
 

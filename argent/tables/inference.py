@@ -22,7 +22,7 @@ Two estimators, one result type (``Estimate``):
   (conservative). The t reference keeps the seeds' K − 1 df unless the seeds' term is under
   ``SATTERTHWAITE_BELOW`` of V: then Satterthwaite's (1946) df, "An approximate distribution of
   estimates of variance components", Biometrics Bull. 2, floored at K − 1. The threshold is
-  chosen by simulation of the size at α/16, α/4 and α (tests/test_tables_inference.py;
+  chosen by simulation of the size at α/16, α/4 and α (tests/unit/tables/test_inference.py;
   docs/statistics.md): at 10 % the K = 3 size reached 0.44 % against 0.31 %, since Satterthwaite's
   df rises exactly when MS_s is drawn small; at 5 % every setting stayed within Monte Carlo error.
 

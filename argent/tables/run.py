@@ -1,37 +1,50 @@
 """``run(options)``: every table and figure of one results folder.
 
 Writes under ``<results>/tables``: main.{md,csv}, ablations.{md,csv}, claims.{md,csv},
-mechanism.{md,csv}, probe.{md,csv} (when the probe ran), released.{md,csv} (when released models
-were evaluated: ``argent evaluate --pretrained``), plus whatever the writers in
+mechanism.{md,csv}, probe.{md,csv} (when the probe ran), pretrained.{md,csv} (the pretrained models'
+table, when some were evaluated: ``argent evaluate --pretrained``), plus whatever the writers in
 ``EXTRA_WRITERS`` produce; figures under ``<results>/figures``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import polars as pl
 
 from argent.io import atomic_output, atomic_write_text
-from argent.tracking import log_tables_run
+from argent.job_records import read_job_records
+from argent.layout import Results, RunFolder, run_dir
+from argent.plan.groups import Plan, build_plan
+from argent.runs import hardware_classes, read_provenance
 from argent.tables.claims import claims_rows, price_power
 from argent.tables.claims_report import claims_markdown
 from argent.tables.claims_spec import ClaimsSpec, load_claims, parse_roles
+from argent.tables.collect import (
+    check_run_identities,
+    collect,
+    collect_diagnostics,
+    collect_skips,
+    configured_seeds,
+    configured_variants,
+    group_sizes,
+    listed_runs,
+    qualify,
+    skips_footnote,
+)
+from argent.tables.config import claims_table, tables_section
+from argent.tables.cost import run_cpu_seconds, write_cost_tables
 from argent.tables.domains import domain_check, training_domain
-from argent.tables.items import collect_items
-from argent.tables.cost import read_benchmarks, run_cpu_seconds, write_cost_tables
-from argent.plan.groups import Plan, build_plan
-from argent.layout import Results, RunFolder, run_dir
-from argent.runs import hardware_classes, read_provenance
-from argent.tables.collect import (check_run_identities, collect, collect_diagnostics, collect_skips, configured_seeds,
-                                   configured_variants, group_sizes, listed_runs, qualify, skips_footnote)
 from argent.tables.figures import copy_run_figures, training_curves
+from argent.tables.items import collect_items
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
 from argent.tables.paper import TableInput, ablation_table, hardware_footnote, main_table
+from argent.tables.pretrained import TABLE as PRETRAINED_TABLE
+from argent.tables.pretrained import pretrained_table
 from argent.tables.probe import probe_table
-from argent.tables.released import released_table
+from argent.tracking import log_tables_run
 
 
 @dataclass
@@ -51,14 +64,14 @@ class TablesOptions:
 
 
 # Further table writers, called last with the options (e.g. the cost table from Snakemake's
-# benchmark files): each takes TablesOptions and writes its own files under options.tables_dir.
+# job records): each takes TablesOptions and writes its own files under options.tables_dir.
 def write_cost(opts: TablesOptions) -> None:
-    """cost.{md,csv} from the per-job records Snakemake's `benchmark:` directives leave in <results>/benchmarks."""
-    bench = Results(opts.results).benchmarks
-    if not bench.is_dir():
-        print(f"argent tables: no cost table: {bench} does not exist (it is written by the workflow's jobs)")
+    """cost.{md,csv} from the job records Snakemake's `benchmark:` directives leave in <results>/benchmarks."""
+    records = Results(opts.results).job_records
+    if not records.is_dir():
+        print(f"argent tables: no cost table: {records} does not exist (it is written by the workflow's jobs)")
         return
-    opts.written += list(write_cost_tables(bench, opts.tables_dir))
+    opts.written += list(write_cost_tables(records, opts.tables_dir))
 
 
 EXTRA_WRITERS: list[Callable[[TablesOptions], None]] = [write_cost]
@@ -76,12 +89,10 @@ def _write(opts: TablesOptions, name: str, md: str, records: list[dict[str, Any]
 
 
 def claims_spec(opts: TablesOptions) -> ClaimsSpec:
-    section = opts.config["tables"].get("claims") or {}
-    path = opts.claims_file or (Path(section["file"]) if section.get("file") else None)
-    if path is None:
-        raise ValueError("tables.claims.file: not set; point it at the claims file (config/claims.yaml)")
-    spec = load_claims(path)
-    spec.roles = parse_roles(section.get("metrics") or {})
+    """The claims file (``--claims``, else ``tables.claims.file``) with the config's metric roles."""
+    section = claims_table(opts.config)
+    spec = load_claims(opts.claims_file or section.path(opts.base_dir))
+    spec.roles = parse_roles(section.roles())
     return spec
 
 
@@ -121,9 +132,10 @@ def run(opts: TablesOptions) -> list[Path]:
         raise ValueError(f"no evaluation JSON of a run the config's groups list under {layout.eval}; "
                          f"run the evaluate jobs first")
     evaluated = set(long["size"].to_list())
-    spec = cfg["tables"]
-    main_group, abl_group = spec["main"].get("group", "main"), spec["ablations"].get("group", "ablations")
-    main_rows = [{"label": v, "variant": qualify(v, main_group)} for v in spec["main"]["variants"]]
+    section = tables_section(cfg)
+    spec = {"main": asdict(section.main), "ablations": asdict(section.ablations)}  # the table writers read mappings
+    main_group, abl_group = section.main.group, section.ablations.group
+    main_rows = [{"label": v, "variant": qualify(v, main_group)} for v in section.main.variants]
     # A row of a group the config switches off is left out, and the table says so.
     off = {name for name, _ in plan.left_out}
     dropped = [r["variant"] for r in main_rows if r["variant"].partition("/")[0] in off]
@@ -160,17 +172,17 @@ def run(opts: TablesOptions) -> list[Path]:
             tables[name] = (f"{tables[name][0]}\n{note}", tables[name][1])
     rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(layout.eval),
                        set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
-    price_power(rows, plan, run_cpu_seconds(read_benchmarks(layout.benchmarks)))
+    price_power(rows, plan, run_cpu_seconds(read_job_records(layout.job_records)))
     tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)
     mech = mechanism_rows(listed_runs(collect_diagnostics(layout.runs), plan), variants, all_sizes, seeds)
     tables["mechanism"] = (mechanism_markdown(mech), mech)
     if any(layout.probe.glob("*/*/seed*.json")):
         tables["probe"] = probe_table(layout.probe)
-    released = released_table(layout.eval, spec["main"]["columns"])
-    if released is not None:
-        tables["released"] = released
+    pretrained = pretrained_table(layout.eval, spec["main"]["columns"])
+    if pretrained is not None:
+        tables[PRETRAINED_TABLE] = pretrained
         # The main table shows them too, as their own rows below ours, marked as not trained here.
-        tables["main"] = (f"{tables['main'][0]}\n#{released[0]}", tables["main"][1])
+        tables["main"] = (f"{tables['main'][0]}\n#{pretrained[0]}", tables["main"][1])
     for name, (md, records) in tables.items():
         _write(opts, name, md, records)
 

@@ -10,7 +10,7 @@ switched off for the rest of the job, and training (or evaluation) goes on. What
   metrics, counts and the evaluation-entry hash as tags, the result JSON and its figures as
   artifacts under ``eval/<benchmark>/``; re-evaluating replaces the values, never duplicates;
 - the tables and figures of a workflow invocation: one ``tables`` run (``log_tables_run``);
-- a released model's evaluations: one ``released`` run (``log_released``).
+- a pretrained model's evaluations: one ``pretrained`` run (``log_pretrained``).
 
 ``argent track --run DIR`` re-sends a run folder (config, metrics, evaluation results) later; it is
 idempotent. See docs/mlflow.md for how to compare runs in ``mlflow ui``.
@@ -18,15 +18,18 @@ idempotent. See docs/mlflow.md for how to compare runs in ``mlflow ui``.
 Modules, in the order a call goes through them: ``mirror`` (what a run folder, its evaluations and
 the tables send), ``tags`` (metric keys and the tags that identify runs and results), ``tracker``
 (the MLflow client plumbing: ``Tracker``), ``cli`` (``argent track``). The names below are the
-package's public API.
+package's public API, imported on first use (``argent.lazy``).
 """
 
-from argent.tracking.mirror import (RUN_RECORD, log_evaluation, log_released, log_results, log_tables_run,
-                                    mirror_training, open_run, resend, workflow_hash)
-from argent.tracking.tags import (EVAL_PREFIX, catalogue_tags, git_commit, metric_key, result_tags, run_tags,
-                                  variant_tags)
-from argent.tracking.tracker import Tracker
+from argent.lazy import lazy_exports
 
-__all__ = ["EVAL_PREFIX", "RUN_RECORD", "Tracker", "catalogue_tags", "git_commit", "log_evaluation", "log_released",
-           "log_results", "log_tables_run", "metric_key", "mirror_training", "open_run", "resend", "result_tags", "run_tags",
-           "variant_tags", "workflow_hash"]
+_MIRROR, _TAGS = "argent.tracking.mirror", "argent.tracking.tags"
+_EXPORTS = {
+    **dict.fromkeys(["RUN_RECORD", "log_evaluation", "log_pretrained", "log_results", "log_tables_run",
+                     "mirror_training", "open_run", "resend", "workflow_hash"], _MIRROR),
+    **dict.fromkeys(["EVAL_PREFIX", "catalogue_tags", "git_commit", "metric_key", "result_tags", "run_tags",
+                     "variant_tags"], _TAGS),
+    "Tracker": "argent.tracking.tracker",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

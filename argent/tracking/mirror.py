@@ -7,8 +7,8 @@
   metrics, counts and the evaluation-entry hash as tags, the result JSON and its figures as
   artifacts under ``eval/<benchmark>/``; re-evaluating replaces the values, never duplicates;
 - the tables and figures of a workflow invocation: one ``tables`` run (``log_tables_run``);
-- a released model's evaluations (``argent evaluate --pretrained``): one ``released`` run per model
-  name and checkpoint hash (``log_released``);
+- a pretrained model's evaluations (``argent evaluate --pretrained``): one ``pretrained`` run per model
+  name and checkpoint hash (``log_pretrained``);
 - ``resend``: all of a run folder again (``argent track``); idempotent.
 """
 
@@ -25,12 +25,13 @@ import yaml
 
 from argent.config import ConfigError
 from argent.io import ArgentError
-from argent.layout import MLFLOW_RECORD as RUN_RECORD, RunFolder, default_tracking_uri, eval_dir_of, results_tracking_uri
+from argent.layout import MLFLOW_RECORD as RUN_RECORD
+from argent.layout import RunFolder, default_tracking_uri, eval_dir_of, results_tracking_uri
 from argent.runs import read_metrics, read_run_config
 from argent.tracking.tags import git_commit, run_tags
 from argent.tracking.tracker import RESEND_LATER, Tracker
 
-__all__ = ["RUN_RECORD", "log_evaluation", "log_released", "log_results", "log_tables_run", "mirror_training", "open_run",
+__all__ = ["RUN_RECORD", "log_evaluation", "log_pretrained", "log_results", "log_tables_run", "mirror_training", "open_run",
            "resend", "workflow_hash"]
 
 log = logging.getLogger("argent.tracking")
@@ -113,19 +114,19 @@ def log_tables_run(tables_dir: Path, figures_dir: Path | None, workflow_cfg: dic
     return tracker.enabled
 
 
-def log_released(files: Iterable[Path], head: dict[str, Any], workflow_cfg: dict[str, Any], results_dir: Path) -> bool:
-    """A released model's evaluation JSON on its own MLflow run (kind=released; the same name and file hash:
+def log_pretrained(files: Iterable[Path], head: dict[str, Any], workflow_cfg: dict[str, Any], results_dir: Path) -> bool:
+    """A pretrained model's evaluation JSON on its own MLflow run (kind=pretrained; the same name and file hash:
     the same run, refreshed), tagged like a training run so the UI lists it beside them. Never raises."""
     tracking = workflow_cfg.get("tracking") or {}
     if not tracking.get("enabled", True):
         return False
     source = head.get("pretrained") or {}
     name = f"{head['variant']}-{head['size']}"
-    tags = {"argent_run_id": f"released:{name}:{head['config_hash']}", "kind": "released", "variant": head["variant"],
+    tags = {"argent_run_id": f"pretrained:{name}:{head['config_hash']}", "kind": "pretrained", "variant": head["variant"],
             "size": head["size"], "seed": str(head["seed"]), "config_hash": head["config_hash"],
             "layout": str(source.get("layout", "")), "arch": str(source.get("arch", "")), "git_commit": git_commit()}
     uri = tracking.get("uri") or results_tracking_uri(results_dir)
-    tracker = Tracker(uri, tracking.get("experiment", "argent"), f"{name}-released", tags)
+    tracker = Tracker(uri, tracking.get("experiment", "argent"), f"{name}-pretrained", tags)
     tracker.log_params({"pretrained": source})
     log_results(tracker, files)
     tracker.finish()

@@ -7,10 +7,9 @@ lives), ``budget`` (the exact trial budget across workers), ``study`` (the worke
 trials.csv, figures), ``run`` / ``cli`` (``argent tune``).
 """
 
-import importlib
-from typing import Any
+from argent.lazy import lazy_exports
 
-# name -> module: imported on first use (PEP 562), so that reading the tune: section's types
+# name -> module: imported on first use (argent.lazy), so that reading the tune: section's types
 # (argent.tuning.config, the workflow's parse) does not import optuna and torch. ``run`` is the
 # submodule argent.tuning.run (its function: ``from argent.tuning.run import run``).
 _LAZY = {
@@ -35,33 +34,5 @@ _LAZY = {
     "validation_benchmarks": "argent.tuning.objective",
     "variant_overrides": "argent.tuning.space",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'argent.tuning' has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
-
-
-__all__ = [
-    "ObjectiveTerm",
-    "ParamSpace",
-    "StudySpec",
-    "TrainingObjective",
-    "TrialContext",
-    "TuneConfig",
-    "TuneError",
-    "TuneRequest",
-    "ValidationScorer",
-    "budget_used",
-    "export_study",
-    "finished_in_budget",
-    "load_tune",
-    "main",
-    "parse_tune",
-    "run_study",
-    "sample_params",
-    "study_spec",
-    "validation_benchmarks",
-    "variant_overrides",
-]
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

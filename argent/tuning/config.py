@@ -68,7 +68,7 @@ def _default_space() -> dict[str, ParamSpace]:
 class TuneConfig:
     """The ``tune:`` section; config/config.yaml holds the default study, docs/tuning.md every key."""
 
-    study: str = "argent_weights"  # the workflow schema's default too (tests/test_config.py)
+    study: str = "argent_weights"  # the workflow schema's default too (tests/unit/config/test_config.py)
     base_variant: str = "argent"
     size: str = "tiny"
     seed: int = 0

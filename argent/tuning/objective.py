@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, TrackingConfig, deep_merge, experiment_from_dict, parse_override
-from argent.runs import load_model
 from argent.engine.trainer import train
 from argent.evaluation.benchmarks import (
     CLEANED,
@@ -31,6 +30,7 @@ from argent.evaluation.benchmarks import (
 )
 from argent.evaluation.hierarchy import HIERARCHY_METRICS
 from argent.evaluation.runner import evaluate
+from argent.runs import load_model
 from argent.tuning.config import ObjectiveTerm, TuneConfig
 from argent.tuning.space import variant_overrides
 from argent.tuning.storage import TuneError

@@ -10,7 +10,7 @@ from typing import Literal
 
 import torch
 
-from argent.config import TrackingConfig, from_dict
+from argent.config import TrackingConfig, from_dict, setting
 from argent.layout import STUDY_BEST, STUDY_TRIALS, Results
 from argent.tuning.config import load_tune
 from argent.tuning.export import export_study
@@ -43,7 +43,7 @@ class TuneRequest:
 def resolve(request: TuneRequest) -> tuple[StudySpec, dict]:
     """The study's spec and the whole (overridden) workflow config."""
     tune, workflow = load_tune(request.config, request.sets, request.study, request.merge_default)
-    results = Path(workflow.get("results", "results"))
+    results = Path(setting(workflow, "results"))
     out = request.out or Results(results).tune(tune.study)
     tracking = from_dict(TrackingConfig, workflow.get("tracking", {}) or {}, "tracking")
     return study_spec(tune, out, tracking, results), workflow

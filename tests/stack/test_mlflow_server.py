@@ -14,9 +14,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, free_port, workflow_config
 
 from argent.layout import RunFolder
-from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, free_port, workflow_config
 
 pytestmark = pytest.mark.stack
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import optuna
 import pytest
-
 from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, workflow_config
 
 pytestmark = pytest.mark.stack

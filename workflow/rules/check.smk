@@ -5,6 +5,10 @@
 # the DAG at build time (common.smk); run `argent check --config FILE` by hand before a long run.
 
 
+# The preflight checks train.device where the jobs run: on Slurm it asks for a GPU when a group trains on GPUs.
+PREFLIGHT_GPUS = min(1, max((int(ARGENT_DAG.run_resource(g.name, "gpus")) for g in PLAN.active()), default=0))
+
+
 rule preflight:
     output:
         PREFLIGHT,
@@ -13,9 +17,14 @@ rule preflight:
         root=str(ROOT),
         hash=stable_hash(config),
     benchmark:
-        R("benchmarks", "preflight", "preflight.tsv"),
+        job_record("preflight", "preflight"),
     log:
         R("logs", "preflight.log"),
     threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+        cpus_per_task=lambda w, threads: threads,  # Slurm: what the job uses, not the profile's default
+        gpu=PREFLIGHT_GPUS,
     shell:
         "argent check --config {params.config:q} --base-dir {params.root:q} --out {output:q} > {log:q} 2>&1"

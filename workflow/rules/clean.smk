@@ -17,7 +17,7 @@ rule clean_hierarcaps:
         config=EFFECTIVE_CONFIG,  # argent clean reads its options from the clean: section there
         hash=lambda w: ARGENT_DAG.clean_hash(w.dataset),  # options + this data set: editing another data set reruns nothing here
     benchmark:
-        R("benchmarks", "clean_hierarcaps", "{dataset}.tsv"),
+        job_record("clean_hierarcaps", "{dataset}"),
     log:
         R("logs", "clean", "{dataset}.log"),
     threads: 1

@@ -6,13 +6,17 @@ import sys
 from pathlib import Path
 
 from argent.config import ConfigError
+from argent.job_records import job_record_path, run_job_record
 from argent.io import write_text_if_changed
 from argent.layout import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, probe_result, run_dir as layout_run_dir
 from argent.plan.dag import build_dag, file_digest, stable_hash
 from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant
+from argent.typed import setting
 
-ROOT = Path(workflow.basedir)
-RESULTS = Path(config["results"])
+# Relative paths in the config (variants, claims, data) are the working directory's, as `configfile:` is:
+# the repository root, or the folder a module deployment runs in (config/README.md); not workflow.basedir.
+ROOT = Path.cwd()
+RESULTS = Path(setting(config, "results"))  # as written, else its one default (argent.typed.SECTIONS)
 
 # Rules call the `argent` CLI of the environment Snakemake runs in, whatever the caller's PATH.
 shell.prefix(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH; ")
@@ -35,7 +39,7 @@ EFFECTIVE_CONFIG = ARGENT_DAG.effective_config
 GROUP_CONFIG = {name: ARGENT_DAG.group_config(name) for name in PLAN.configs}
 # The preflight (argent check) is the DAG's first job (check.smk says why only `all` depends on it).
 PREFLIGHT = str(Results(RESULTS).preflight)
-HIERSHAPES, HIERSHAPES_MANIFEST = ARGENT_DAG.hiershapes, ARGENT_DAG.hiershapes_manifest
+HIERSHAPES_MANIFEST = ARGENT_DAG.hiershapes_manifest
 HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")
 WORDNET_ZIP = R("nltk_data", "corpora", "wordnet.zip")
 WORDNET_SOURCE = ARGENT_DAG.setting("negatives", "wordnet_zip")  # the configured zip, staged at WORDNET_ZIP
@@ -48,6 +52,16 @@ PRETRAINED_EVAL_DIR = RESULTS / EVAL_DIR / PRETRAINED_GROUP / "{name}" / "seed0"
 PROBE_RESULT = str(probe_result(RESULTS, "{group}", "{variant}", "{size}", "{seed}"))
 STUDY_BEST, STUDY_TRIALS = (str(Results(RESULTS).study_best("{study}")), str(Results(RESULTS).study_trials("{study}")))
 CLEAN_FOLDER = Results(RESULTS).clean("{dataset}")
+
+
+def job_record(stage, *parts):
+    """A job's record, the file of Snakemake's `benchmark:` (argent/job_records.py); the last part names the job."""
+    return str(job_record_path(RESULTS, stage, *parts))
+
+
+def run_job_record_of(stage):
+    """The job record of a run's job of `stage`, on the rule's wildcards (the job name's one spelling)."""
+    return str(run_job_record(RESULTS, stage, "{group}", "{variant}", "{size}", "{seed}"))
 
 
 def key_of(wildcards):
@@ -69,8 +83,15 @@ def identity_inputs(wildcards):
     return ARGENT_DAG.identity_inputs(key_of(wildcards))
 
 
-def run_resource(wildcards, key, default):
-    return ARGENT_DAG.run_resource(wildcards.group, key, default)
+def run_resource(wildcards, key):
+    """The group's runs.<key>, else its one default (argent.plan.groups.RunResources)."""
+    return ARGENT_DAG.run_resource(wildcards.group, key)
+
+
+def tuning_resource(key, default):
+    """The tuning group's runs.<key>: a worker trains the study's trials on that group's budget."""
+    group = ARGENT_DAG.tuning_group()
+    return ARGENT_DAG.run_resource(group, key) if group else default
 
 
 def train_launcher(wildcards, threads):

@@ -9,7 +9,7 @@ rule synth_hiershapes:
         params_file=HIERSHAPES_PARAMS,
         hash=stable_hash(config["hiershapes"]),
     benchmark:
-        R("benchmarks", "synth_hiershapes", "synth_hiershapes.tsv"),
+        job_record("synth_hiershapes", "synth_hiershapes"),
     log:
         R("logs", "data", "synth_hiershapes.log"),
     threads: workflow.cores
@@ -31,10 +31,14 @@ rule stage_wordnet:
     params:
         digest=file_digest(WORDNET_SOURCE),
     benchmark:
-        R("benchmarks", "stage_wordnet", "stage_wordnet.tsv"),
+        job_record("stage_wordnet", "stage_wordnet"),
     log:
         R("logs", "data", "stage_wordnet.log"),
     threads: 1
+    resources:
+        mem_mb=100,
+        runtime=5,
+        cpus_per_task=lambda w, threads: threads,  # Slurm: what the job uses, not the profile's default
     shell:
         "cp {input:q} {output:q} > {log:q} 2>&1"
 
@@ -56,7 +60,7 @@ if IMAGE_CACHE:
             shards=config["data"]["train_shards"],
             out=lambda w, output: str(Path(output.marker).parent),
         benchmark:
-            R("benchmarks", "image_cache", "image_cache.tsv"),
+            job_record("image_cache", "image_cache"),
         log:
             R("logs", "data", "image_cache.log"),
         threads: 1

@@ -14,10 +14,10 @@ rule evaluate:
         hash=ARGENT_DAG.evaluation_hash(),
         config=EFFECTIVE_CONFIG,
     benchmark:
-        R("benchmarks", "evaluate", "{group}", "{variant}-{size}-seed{seed}.tsv"),
+        run_job_record_of("evaluate"),
     log:
         R("logs", "evaluate", "{group}", "{variant}-{size}-seed{seed}.log"),
-    threads: config["evaluate"].get("threads", 1)
+    threads: ARGENT_DAG.setting("evaluate", "threads")
     resources:
         mem_mb=4000,
     shell:
@@ -42,10 +42,10 @@ rule evaluate_pretrained:
         results=lambda w, output: str(Path(output[0]).parents[4]),  # <results>/eval/pretrained/<name>/seed0/
         config=EFFECTIVE_CONFIG,
     benchmark:
-        R("benchmarks", "evaluate", "pretrained", "{name}.tsv"),
+        job_record("evaluate", PRETRAINED_GROUP, "{name}"),
     log:
         R("logs", "evaluate", "pretrained", "{name}.log"),
-    threads: config["evaluate"].get("threads", 1)
+    threads: ARGENT_DAG.setting("evaluate", "threads")
     resources:
         mem_mb=8000,
     shell:

@@ -16,7 +16,7 @@ rule mine_negatives:
         config=EFFECTIVE_CONFIG,  # argent mine reads its options from the negatives: section there
         hash=stable_hash(config.get("negatives", {})),
     benchmark:
-        R("benchmarks", "mine_negatives", "{parquet}.tsv"),
+        job_record("mine_negatives", "{parquet}"),
     log:
         R("logs", "negatives", "{parquet}.log"),
     threads: 1

@@ -4,7 +4,7 @@
 rule probe:
     input:
         run=RUN_SUMMARY,
-        data=HIERSHAPES_MANIFEST if ARGENT_DAG.setting("probe", "data").startswith(HIERSHAPES) else [],
+        data=ARGENT_DAG.synth_inputs(ARGENT_DAG.setting("probe", "data")),
     output:
         PROBE_RESULT,
     params:
@@ -12,7 +12,7 @@ rule probe:
         config=EFFECTIVE_CONFIG,  # the probe reads its probe: section (data, options) from here
         hash=stable_hash(config.get("probe", {})),
     benchmark:
-        R("benchmarks", "probe", "{group}", "{variant}-{size}-seed{seed}.tsv"),
+        run_job_record_of("probe"),
     log:
         R("logs", "probe", "{group}", "{variant}-{size}-seed{seed}.log"),
     threads: 1
@@ -29,9 +29,13 @@ rule probe_figure:
     output:
         report(R("figures", "probe_exposure.png"), caption="../report/probe.rst", category="Figures"),
     benchmark:
-        R("benchmarks", "probe_figure", "figure.tsv"),
+        job_record("probe_figure", "figure"),
     log:
         R("logs", "probe", "figure.log"),
     threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+        cpus_per_task=lambda w, threads: threads,  # Slurm: what the job uses, not the profile's default
     shell:
         "argent probe --figure {input:q} --out {output:q} > {log:q} 2>&1"

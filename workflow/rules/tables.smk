@@ -5,10 +5,10 @@
 rule tables:
     input:
         evals=ARGENT_DAG.eval_targets(),
-        released=ARGENT_DAG.pretrained_eval_targets(),
+        pretrained=ARGENT_DAG.pretrained_eval_targets(),
         runs=ARGENT_DAG.summaries(),
         extra=ARGENT_DAG.table_extras(),
-        claims=(config["tables"].get("claims") or {}).get("file", "config/claims.yaml"),
+        claims=ARGENT_DAG.claims_file(),
     output:
         main_md=report(R("tables", "main.md"), caption="../report/main_table.rst", category="Tables"),
         main_csv=R("tables", "main.csv"),
@@ -34,10 +34,14 @@ rule tables:
         skipped=list(ARGENT_DAG.benchmarks.skipped),
         hash=ARGENT_DAG.tables_hash(),
     benchmark:
-        R("benchmarks", "tables", "tables.tsv"),
+        job_record("tables", "tables"),
     log:
         R("logs", "tables.log"),
     threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        cpus_per_task=lambda w, threads: threads,  # Slurm: what the job uses, not the profile's default
     shell:
         "argent tables --config {params.config:q} --results {params.results:q} --out {params.out:q}"
         " --claims {input.claims:q} --figures {output.figures:q} --curves {output.curves:q} > {log:q} 2>&1"

@@ -30,14 +30,14 @@ rule train:
         hash=run_hash,
         config=lambda w: GROUP_CONFIG[w.group],
     benchmark:
-        R("benchmarks", "train", "{group}", "{variant}-{size}-seed{seed}.tsv"),
+        run_job_record_of("train"),
     log:
         R("logs", "train", "{group}", "{variant}-{size}-seed{seed}.log"),
-    threads: lambda w: run_resource(w, "threads_per_run", 1)
+    threads: lambda w: run_resource(w, "threads_per_run")
     resources:
-        gpu=lambda w: int(run_resource(w, "gpus", 0)),
-        mem_mb=lambda w: run_resource(w, "mem_mb", 4000),
-        runtime=lambda w: run_resource(w, "runtime_min", 60),
+        gpu=lambda w: int(run_resource(w, "gpus")),
+        mem_mb=lambda w: run_resource(w, "mem_mb"),
+        runtime=lambda w: run_resource(w, "runtime_min"),
     # exec: the trainer replaces the job's shell, so a scheduler's SIGTERM reaches it with no shell to die
     # in between; it checkpoints the step it reaches and exits 75, and the retry resumes there
     # (argent/engine/preemption.py).

@@ -13,12 +13,13 @@ rule tune_worker:
         config=ARGENT_DAG.tune_config(),  # the tuning group's config: the study trains on its budget
         hash=ARGENT_DAG.tune_hash(),
     benchmark:
-        R("benchmarks", "tune_worker", "{study}-worker{worker}.tsv"),
+        job_record("tune_worker", "{study}-worker{worker}"),
     log:
         R("logs", "tune", "{study}-worker{worker}.log"),
     threads: 1
     resources:
-        mem_mb=3000,
+        mem_mb=lambda w: tuning_resource("mem_mb", 3000),
+        gpu=lambda w: min(1, int(tuning_resource("gpus", 0))),  # a trial trains in one process
     shell:
         "argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
         " --no-export --threads {threads:q} > {log:q} 2>&1"
@@ -35,10 +36,14 @@ rule tune_export:
         out=lambda w, output: str(Path(output.best).parent),
         config=ARGENT_DAG.tune_config(),
     benchmark:
-        R("benchmarks", "tune_export", "{study}-export.tsv"),
+        job_record("tune_export", "{study}-export"),
     log:
         R("logs", "tune", "{study}-export.log"),
     threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+        cpus_per_task=lambda w, threads: threads,  # Slurm: what the job uses, not the profile's default
     shell:
         "argent tune --config {params.config:q} --study {wildcards.study:q} --out {params.out:q}"
         " --export-only > {log:q} 2>&1"

@@ -103,9 +103,9 @@ def iter_raw_records(text: str) -> Iterator[tuple[list[str] | None, str]]:
     while start < len(lines):
         consumed: list[str] = []
 
-        def feed(first: int = start) -> Iterator[str]:
+        def feed(first: int = start, sink: list[str] = consumed) -> Iterator[str]:
             for line in lines[first:]:
-                consumed.append(line)
+                sink.append(line)
                 yield line
 
         for fields in csv.reader(feed()):
@@ -202,7 +202,7 @@ def read_hierarcaps_records(
             continue  # a blank line is not a row
         sample_id = fields[col["id"]].strip() if len(fields) > col["id"] else ""
 
-        def reject(reason: str, detail: str) -> None:
+        def reject(reason: str, detail: str, row: int = row, sample_id: str = sample_id) -> None:
             policy.bad(reason, f"{csv_path}: row {row} (id={sample_id!r}): {detail}")
             rejected.append(RejectedRow(row, sample_id, reason, detail))
 

@@ -1,46 +1,27 @@
-"""Released checkpoints as evaluation models (issue 28; docs/pretrained.md).
+"""Pretrained checkpoints (released by other codebases) as evaluation models (issue 28; docs/pretrained.md).
 
-``load_pretrained("meru:/ckpt/hycoclip_vit_s.pth", "vit_s")`` -> an adapter with the interface the
-evaluation uses on a trained run (``argent.models.pretrained.base``). Layouts:
+``load_pretrained("meru:/ckpt/hycoclip_vit_s.pth", "vit_s")`` (``load``) -> an adapter with the
+interface the evaluation uses on a trained run (``base``). Layouts:
 
 - ``meru``: MERU / HyCoCLIP (hyperbolic), ``--arch vit_s | vit_b | vit_l``;
 - ``meru_clip``: the CLIP baselines released with MERU / HyCoCLIP (Euclidean), same archs;
 - ``open_clip``: any open_clip architecture name (``ViT-B-32``, ``RN50``, ...), Euclidean.
 
 Nothing is downloaded: the path is a local file, read with ``weights_only=True`` and refused unless
-its keys and shapes fit the declared layout exactly.
+its keys and shapes fit the declared layout exactly. ``section`` types the workflow config's
+``pretrained:`` section and holds ``LAYOUTS``, torch-free (the Snakefile parses it on every job);
+names are imported on first use (``argent.lazy``), so importing it does not import torch.
 """
 
-from __future__ import annotations
+from argent.lazy import lazy_exports
 
-from pathlib import Path
-
-import torch
-
-from argent.models.pretrained.base import PretrainedConfig, PretrainedError, PretrainedModel
-from argent.models.pretrained.meru_layout import load_meru
-from argent.models.pretrained.open_clip_adapter import load_open_clip
-from argent.plan.pretrained import LAYOUTS
-
-__all__ = ["LAYOUTS", "PretrainedConfig", "PretrainedError", "PretrainedModel", "load_pretrained", "parse_spec"]
-
-
-def parse_spec(spec: str) -> tuple[str, Path]:
-    """``<layout>:<path>`` -> (layout, path)."""
-    layout, sep, path = spec.partition(":")
-    if not sep or not path or layout not in LAYOUTS:
-        known = "; ".join(f"{k}: {v}" for k, v in LAYOUTS.items())
-        raise PretrainedError(f"--pretrained {spec!r}: expected <layout>:<path> with layout one of: {known}")
-    return layout, Path(path)
-
-
-def load_pretrained(spec: str, arch: str | None, device: str | torch.device = "cpu") -> PretrainedModel:
-    """The adapter for ``<layout>:<path>`` and architecture ``arch``, in eval mode on ``device``."""
-    layout, path = parse_spec(spec)
-    if not arch:
-        raise PretrainedError(f"--pretrained {spec}: name the architecture with --arch ({LAYOUTS[layout]})")
-    if layout == "open_clip":
-        model: PretrainedModel = load_open_clip(path, arch)
-    else:
-        model = load_meru(path, arch, family="meru" if layout == "meru" else "clip")
-    return model.to(device).eval()
+_EXPORTS = {
+    "LAYOUTS": "argent.models.pretrained.section",
+    "PretrainedConfig": "argent.models.pretrained.base",
+    "PretrainedError": "argent.models.pretrained.base",
+    "PretrainedModel": "argent.models.pretrained.base",
+    "load_pretrained": "argent.models.pretrained.load",
+    "parse_spec": "argent.models.pretrained.load",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

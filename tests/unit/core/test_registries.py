@@ -1,0 +1,155 @@
+"""The two extension points are registries (docs/architecture.md, "How to add"): an evaluation
+protocol is an entry dataclass, a run function and one line in ``PROTOCOLS``; an entailment loss
+kind is a loss function and one line in ``ENTAILMENT_KINDS``. Each test registers a new one the way
+the guide says and checks that every reader (parser, preflight, DAG inputs, data domains, runner,
+objective) follows without further edits; and that a variant field its kind does not read is refused."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from argent.config import ConfigError, experiment_from_dict, load_variants
+from argent.data.policy import BadDataPolicy
+from argent.evaluation.benchmarks import ITEMS, PROTOCOLS, SIDE, CommonOptions, Protocol, data_path, parse_benchmark
+from argent.evaluation.runner import evaluate
+from argent.losses.entailment import pair_losses
+from argent.losses.kinds import ENTAILMENT_KINDS, PAIR_FIELDS, EntailmentKind
+from argent.plan.groups import check_trial_config
+from argent.plan.preflight import benchmark_findings, produced_prefixes
+from argent.plan.targets import benchmark_data_inputs, choose_benchmarks
+from argent.tables.domains import benchmark_domain
+from argent.variant import VariantConfig
+from argent.workflow_config import load_config
+from tests.fixtures import ROOT
+
+# ---- a new evaluation protocol -------------------------------------------------------------------
+
+
+@dataclass
+class CountEntry(CommonOptions):
+    """A toy protocol: one item per line of ``lines``; the metric is the share of non-empty lines."""
+
+    lines: str = data_path(ITEMS, required=True)
+    notes: str = data_path(SIDE)
+
+
+def run_count(model, entry: CountEntry, policy: BadDataPolicy, out_path):
+    rows = Path(entry.lines).read_text().splitlines()
+    values = np.array([1.0 if r.strip() else 0.0 for r in rows])
+    return {"metrics": {"filled": float(values.mean())}, "counts": {"lines": len(rows)},
+            "items": {"filled": ([f"line{i}" for i in range(len(rows))], values)}}
+
+
+@pytest.fixture
+def count_protocol(monkeypatch):
+    monkeypatch.setitem(PROTOCOLS, "count", Protocol(CountEntry, f"{__name__}:run_count"))
+
+
+def test_a_registered_protocol_is_parsed_checked_planned_and_run(count_protocol, tmp_path):
+    lines = tmp_path / "lines.txt"
+    lines.write_text("a\n\nb\nc\n")
+    entry = parse_benchmark("toy", {"protocol": "count", "lines": "lines.txt"}, tmp_path)
+    assert entry.lines == str(lines)  # a declared path is made absolute
+    with pytest.raises(ConfigError, match=r"benchmarks\.toy\.lines: required for protocol 'count'"):
+        parse_benchmark("toy", {"protocol": "count"}, tmp_path)
+    with pytest.raises(ConfigError, match=r"benchmarks\.toy\.root: unknown key for protocol 'count'"):
+        parse_benchmark("toy", {"protocol": "count", "lines": "x", "root": "y"}, tmp_path)
+
+    # preflight: the declared items and side files, by key path
+    found = benchmark_findings("toy", {"protocol": "count", "lines": "lines.txt", "notes": "absent.txt"}, (), tmp_path)
+    assert [(f.key, f.status) for f in found] == [("benchmarks.toy.lines", "ok"), ("benchmarks.toy.notes", "missing")]
+
+    # the DAG: data under the embedded benchmark's folder waits for its manifest; the tables' domain
+    cfg = load_config(ROOT / "config" / "smoke.yaml", base_dir=ROOT).raw
+    hs = cfg["hiershapes"]["out"]
+    cfg["benchmarks"]["toy"] = {"protocol": "count", "lines": f"{hs}/val/lines.txt"}
+    cfg["evaluate"]["benchmarks"] = ["toy"]
+    assert choose_benchmarks(cfg, ROOT).run == ["toy"]
+    assert benchmark_data_inputs(cfg, ["toy"], hs, "MANIFEST") == ["MANIFEST"]
+    assert produced_prefixes(cfg)[1] == hs
+    assert benchmark_domain(cfg, "toy", ROOT) == "synthetic"
+    cfg["benchmarks"]["toy"]["lines"] = str(lines)
+    assert benchmark_domain(cfg, "toy", ROOT) == "real"
+
+    # the runner dispatches to the registered function and checks its item vector against the metric
+    result = evaluate(_geometry_module(), "toy", entry)
+    assert result["protocol"] == "count" and result["metrics"] == {"filled": 0.75}
+    assert result["items"]["filled"]["values"] == [1.0, 0.0, 1.0, 1.0]
+
+
+def _geometry_module() -> torch.nn.Module:
+    """The runner reads only ``geometry`` and the train/eval switch; the toy protocol ignores the model."""
+    module = torch.nn.Linear(1, 1)
+    module.geometry = "euclidean"
+    return module
+
+
+def test_an_unknown_protocol_is_refused_at_dag_build_with_the_registry_names():
+    cfg = load_config(ROOT / "config" / "smoke.yaml", base_dir=ROOT).raw
+    cfg["benchmarks"]["typo"] = {"protocol": "zero_shot", "root": "x"}
+    with pytest.raises(ConfigError, match=r"benchmarks\.typo\.protocol: 'zero_shot' is not allowed; allowed: .*'zeroshot'"):
+        choose_benchmarks(cfg, ROOT)
+
+
+def test_every_registered_protocol_resolves_its_run_function():
+    for name, protocol in PROTOCOLS.items():
+        assert callable(protocol.runner()), name
+
+
+# ---- a new entailment loss kind ------------------------------------------------------------------
+
+
+def gap_pair_loss(parent, child, curv, variant, pair):
+    """A toy kind: the squared norm gap, weighted by the variant's cone_k (a field it declares)."""
+    return variant.cone_k * (child.norm(dim=-1) - parent.norm(dim=-1)).pow(2)
+
+
+def test_a_registered_loss_kind_trains_through_the_objective(monkeypatch):
+    monkeypatch.setitem(ENTAILMENT_KINDS, "gap", EntailmentKind(PAIR_FIELDS + ("cone_k",), f"{__name__}:gap_pair_loss"))
+    variant = VariantConfig(entailment="gap", cone_k=2.0)
+    emb = {"text": torch.tensor([[1.0, 0.0]]), "image": torch.tensor([[3.0, 0.0]])}
+    assert pair_losses(emb, 1.0, variant)["text_image"].item() == pytest.approx(2.0 * 4.0)
+    # the field check follows the registry: the new kind's own fields pass, the others are refused
+    exp = experiment_from_dict({"variant": {"entailment": "gap", "cone_k": 2.0}}, "meru", "tiny", 0, base_dir=ROOT)
+    assert exp.variant.entailment == "gap"
+    with pytest.raises(ConfigError, match=r"huber_beta: does nothing for entailment: gap"):
+        experiment_from_dict({"variant": {"entailment": "gap", "huber_beta": 0.5}}, "meru", "tiny", 0, base_dir=ROOT)
+
+
+def test_an_unknown_loss_kind_names_the_registered_ones():
+    with pytest.raises(ConfigError, match=r"entailment: 'hinge' is not a loss kind; allowed: \['adaptive', 'cone', 'none'\]"):
+        experiment_from_dict({"variant": {"entailment": "hinge"}}, "meru", "tiny", 0, base_dir=ROOT)
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"huber_beta": 0.5}, r"huber_beta: does nothing for entailment: cone .* use a kind that reads it: \['adaptive'\]"),
+    ({"cone_k": 0.2, "entailment": "adaptive"}, r"cone_k: does nothing for entailment: adaptive"),
+    ({"cement": {"margin_max": 0.2}}, r"cement: the Cement margin acts on hard negatives"),
+])
+def test_a_field_that_does_nothing_for_its_variant_is_refused(override, message):
+    with pytest.raises(ConfigError, match=message):
+        experiment_from_dict({"variant_overrides": {"meru": override}}, "meru", "tiny", 0, base_dir=ROOT)
+
+
+def test_the_catalogue_checks_each_entry_but_carries_inherited_values(tmp_path):
+    catalogue = (ROOT / "config" / "variants.yaml").read_text()
+    variants = load_variants(ROOT / "config" / "variants.yaml")
+    assert variants["argent"]["entailment"] == "adaptive" and variants["argent"]["cone_eta"]  # from hycoclip, unused
+    bad = tmp_path / "variants.yaml"
+    bad.write_text(catalogue + "\nmeru_beta:\n  extends: meru\n  huber_beta: 0.5\n")
+    with pytest.raises(ConfigError, match=r"variants.yaml: meru_beta\.huber_beta: does nothing for entailment: cone"):
+        load_variants(bad)
+
+
+def test_a_study_tuning_a_field_its_base_variant_does_not_read_is_refused_at_plan_build():
+    cfg = load_config(ROOT / "config" / "smoke.yaml", base_dir=ROOT).raw
+    cfg["variants_file"] = str(ROOT / "config" / "variants.yaml")
+    cfg["tune"]["base_variant"] = "meru"
+    cfg["tune"]["train_overrides"] = ["variant.huber_beta=0.3"]
+    with pytest.raises(ConfigError, match=r"tune: a study trial's config is invalid .*huber_beta: does nothing"):
+        check_trial_config(cfg, ROOT)
