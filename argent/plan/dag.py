@@ -187,14 +187,10 @@ class Dag:
         """The generated data's manifest when ``path`` (a file, folder or shard pattern) is the embedded benchmark's."""
         return [self.hiershapes_manifest] if self.made_by_synth(path) else []
 
-    def shards_inputs(self, shards: str) -> list[str]:
-        """The generated training data, when ``shards`` are the embedded benchmark's."""
-        return self.synth_inputs(shards)
-
     def training_inputs(self, group: str, variant: str) -> list[str]:
         """Files a training job needs built first (generated data, mined negatives)."""
         gcfg = self.plan.configs[group]
-        inputs = self.shards_inputs(setting(gcfg, "data", "train_shards"))
+        inputs = self.synth_inputs(setting(gcfg, "data", "train_shards"))
         if uses_negatives(gcfg, variant, self.root):
             inputs.append(setting(gcfg, "data", "negatives"))
         return inputs
@@ -265,7 +261,7 @@ class Dag:
         generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
         group = self.tuning_group()
         gcfg = self.plan.configs[group] if group else self.config
-        inputs = set(self.shards_inputs(setting(gcfg, "data", "train_shards")))
+        inputs = set(self.synth_inputs(setting(gcfg, "data", "train_shards")))
         if uses_negatives(gcfg, self.setting("tune", "base_variant"), self.root):
             inputs.add(setting(gcfg, "data", "negatives"))
         inputs.update(self.benchmark_data_inputs(list(self.tune_objective_entries())))

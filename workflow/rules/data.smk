@@ -53,7 +53,7 @@ if IMAGE_CACHE:
 
     rule image_cache:
         input:
-            ARGENT_DAG.shards_inputs(config["data"]["train_shards"]),
+            ARGENT_DAG.synth_inputs(config["data"]["train_shards"]),
         output:
             marker=IMAGE_CACHE_MARKER,
         params:

@@ -4,7 +4,7 @@
 # One job per negatives parquet that an active group trains on (common.smk: MINING_JOBS).
 rule mine_negatives:
     input:
-        data=lambda w: ARGENT_DAG.shards_inputs(MINING_JOBS[w.parquet]),
+        data=lambda w: ARGENT_DAG.synth_inputs(MINING_JOBS[w.parquet]),
         wordnet=WORDNET_ZIP,
     output:
         parquet="{parquet}",

@@ -56,7 +56,7 @@ def test_training_waits_for_generated_data_and_mined_negatives(dag, smoke):
     parquet = dag.plan.configs[negatives_group]["data"]["negatives"]
     assert dag.training_inputs(negatives_group, "argent_negs_cement") == [manifest, parquet]
     assert dag.mining == {parquet: dag.plan.configs[negatives_group]["data"]["train_shards"]}
-    assert dag.shards_inputs("/elsewhere/shard-{000..003}.tar") == []
+    assert dag.synth_inputs("/elsewhere/shard-{000..003}.tar") == []
 
 
 def test_evaluations_read_the_run_and_what_the_dag_makes_for_their_benchmarks(dag, smoke):
