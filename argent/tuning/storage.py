@@ -94,7 +94,9 @@ def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.sto
     quiet_optuna()
     for attempt in range(5):
         try:
-            return optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)
+            storage = optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)
+            serialize_sqlite_transactions(storage.engine)
+            return storage
         except sqlalchemy.exc.SQLAlchemyError as err:
             # Workers that start together on a new database race to create its tables; the loser's
             # insert of the schema version fails. Retrying finds the tables made. An unreachable
@@ -105,6 +107,31 @@ def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.sto
                                 f"{reason}. Check that the database server runs and the URL is right.") from None
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def serialize_sqlite_transactions(engine: sqlalchemy.engine.Engine) -> None:
+    """Make every transaction on ``engine`` (SQLite) take the database's write lock when it begins.
+
+    Optuna pops a queued trial (``study.ask``) by reading its state and setting it RUNNING in one
+    transaction, and relies on ``SELECT ... FOR UPDATE`` to make that atomic. SQLite has no row
+    locks, and Python's sqlite3 driver starts a transaction only at the first write, so two workers
+    could both read WAITING and both take the trial (then one of them fails telling it; the budget's
+    slots are queued trials). ``BEGIN IMMEDIATE`` at the start of each transaction serializes them:
+    the second worker reads RUNNING and moves on. This is SQLAlchemy's documented pysqlite recipe.
+    Other databases, and an in-memory SQLite (one process's own), are left as they are.
+    """
+    if engine.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return
+
+    def driver_autocommit(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy, not the driver, says when a transaction begins
+
+    def begin_immediate(connection: sqlalchemy.engine.Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    sqlalchemy.event.listen(engine, "connect", driver_autocommit)
+    sqlalchemy.event.listen(engine, "begin", begin_immediate)
+    engine.dispose()  # connections pooled while Optuna made its tables lack the hooks
 
 
 def make_sampler(cfg: SamplerConfig, offset: int = 0) -> optuna.samplers.BaseSampler:
