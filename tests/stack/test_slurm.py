@@ -180,6 +180,8 @@ def test_two_tune_workers_as_slurm_jobs_on_postgresql_finish_exactly_the_budget(
 STEPS, BATCH, CHECKPOINT_EVERY = 360, 128, 1000
 RESUMED = re.compile(r"resumed \S+ at step (\d+)")
 PREEMPTED = "returned non-zero exit status 75"  # argent train's status after checkpointing on a signal
+# Snakemake's line on SIGTERM: it waits for its running job, then exits 1 whatever the job's outcome.
+WARNED_AFTER_LAST_STEP = "Will exit after finishing currently running jobs"
 
 
 def slurm_jobs_of_rule(rule: str) -> list[int]:
@@ -213,16 +215,16 @@ def checkpoint_step(run: Path) -> int | None:
 
 
 def watch(proc: subprocess.Popen, run: Path, log: Path, on_training=None, timeout: float = 1500) -> list[int]:
-    """Poll a Snakemake run until it ends: the distinct steps its checkpoint held before the final one
-    (with no periodic checkpoint before the end, each is a stop on a signal). ``on_training(jobs)`` is
-    called once the train job has logged a few steps."""
-    deadline, stops, called = time.monotonic() + timeout, [], on_training is None
+    """Poll a Snakemake run until it ends: the distinct steps its checkpoint held, in order (with no
+    periodic checkpoint before the end, each below STEPS is a stop on a signal). ``on_training(jobs)``
+    is called once the train job has logged a few steps."""
+    deadline, steps, called = time.monotonic() + timeout, [], on_training is None
     try:
         while proc.poll() is None:
             assert time.monotonic() < deadline, f"not finished in {timeout} s:\n{log.read_text()[-3000:]}"
             step = checkpoint_step(run)
-            if step is not None and step < STEPS and step not in stops:
-                stops.append(step)
+            if step is not None and step not in steps:
+                steps.append(step)
             metrics = RunFolder(run).metrics
             if not called and metrics.is_file() and len(metrics.read_text().splitlines()) >= 5:
                 jobs = slurm_jobs_of_rule("train")
@@ -234,20 +236,35 @@ def watch(proc: subprocess.Popen, run: Path, log: Path, on_training=None, timeou
     finally:
         if proc.poll() is None:
             proc.kill()
-    return stops
+    return steps
 
 
-def check_resumed_where_stopped(repo: Path, run: Path, reference: Path, out: str, stops: list[int]) -> list[int]:
+def check_resumed_where_stopped(repo: Path, run: Path, reference: Path, out: str,
+                                steps: list[int]) -> tuple[list[int], list[int]]:
     """Each attempt but the last stopped on its signal (exit 75, its Slurm log) with a checkpoint of the
     step it reached, between periodic checkpoints; the last resumed at the last such step; every step is
-    logged once; the run ends bit for bit where a run never stopped ends. Returns the Slurm job ids."""
+    logged once; the run ends bit for bit where a run never stopped ends.
+
+    One more ending is allowed, the last before the final attempt: an attempt warned after it trained
+    its last step. The trainer finishes (no step is left to stop at), but Snakemake inside the job
+    exits 1 after any SIGTERM even when its job succeeded (WARNED_AFTER_LAST_STEP, its Slurm log), or
+    the limit ends the job while it writes its summary (TIMEOUT); either way the next attempt resumes
+    at STEPS and only writes the summary. ``steps``: the checkpoint steps ``watch`` saw. Returns the
+    Slurm job ids and the steps the attempts stopped at."""
     attempts = [(int(slurm_id), Path(log)) for _, slurm_id, log in SUBMITTED.findall(out) if "rule_train" in log]
-    assert len(attempts) == len(stops) + 1 and stops, (attempts, stops)
-    assert all(PREEMPTED in log.read_text() for _, log in attempts[:-1]), "every stopped attempt exited 75"
-    assert all(0 < k < STEPS and k % CHECKPOINT_EVERY for k in stops) and stops == sorted(stops), stops
-    assert slurm_states([attempts[-1][0]]) == {attempts[-1][0]: "COMPLETED"}
     resumed = RESUMED.findall((repo / "results" / "smoke" / "logs" / "train" / "main" / "clip-tiny-seed0.log").read_text())
+    stops = [k for k in steps if k < STEPS] + ([STEPS] if resumed == [str(STEPS)] else [])
+    assert len(attempts) == len(stops) + 1 and stops, (attempts, steps, resumed)
     assert resumed == [str(stops[-1])], (resumed, stops)  # the log is the last attempt's
+    ended = slurm_states([slurm_id for slurm_id, _ in attempts])
+    for (slurm_id, log), k in zip(attempts[:-1], stops, strict=True):
+        if k < STEPS:
+            assert PREEMPTED in log.read_text(), f"attempt {slurm_id} stopped at step {k} but did not exit 75"
+        else:
+            text = log.read_text()
+            assert ended[slurm_id] == "TIMEOUT" or WARNED_AFTER_LAST_STEP in text, (slurm_id, ended, text[-2000:])
+    assert all(0 < k <= STEPS and k % CHECKPOINT_EVERY for k in stops) and stops == sorted(stops), stops
+    assert ended[attempts[-1][0]] == "COMPLETED", ended
     rows = read_metrics(RunFolder(run).metrics)
     assert [r["step"] for r in rows] == list(range(2, STEPS + 1, 2)), "every step logged once, none twice"
     assert json.loads(RunFolder(run).summary.read_text())["steps"] == STEPS
@@ -255,7 +272,7 @@ def check_resumed_where_stopped(repo: Path, run: Path, reference: Path, out: str
     weights = torch.load(RunFolder(run).checkpoint, weights_only=True)["model"]
     again = torch.load(RunFolder(reference).checkpoint, weights_only=True)["model"]
     assert weights.keys() == again.keys() and all(torch.equal(weights[k], again[k]) for k in weights)
-    return [slurm_id for slurm_id, _ in attempts]
+    return [slurm_id for slurm_id, _ in attempts], stops
 
 
 @pytest.fixture(scope="module")
@@ -289,10 +306,10 @@ def test_a_training_job_signalled_mid_run_checkpoints_that_step_and_resumes_ther
         signalled.append(jobs[0])
         subprocess.run(["scancel", "--signal=TERM", str(jobs[0])], check=True, env=child_env())
 
-    stops = watch(proc, run, log, on_training=preempt)
+    steps = watch(proc, run, log, on_training=preempt)
     out = log.read_text()
     assert proc.returncode == 0, out[-5000:]
-    attempts = check_resumed_where_stopped(repo, run, never_stopped, out, stops)
+    attempts, stops = check_resumed_where_stopped(repo, run, never_stopped, out, steps)
     assert attempts[0] == signalled[0] and len(attempts) == 2, (attempts, signalled)
     print(f"Slurm job {signalled[0]} signalled; stopped at step {stops[0]} of {STEPS}, resumed there in job {attempts[1]}")
 
@@ -306,10 +323,10 @@ def test_a_training_job_at_its_time_limit_checkpoints_the_step_it_reached(slurm,
     proc = subprocess.Popen(snakemake_cmd(target, "--profile", "profiles/slurm", "--jobs", "1", *SITE, *limits,
                                           "--retries", "8", configs=("config/long.yaml",)),
                             cwd=repo, env=child_env(), stdout=log.open("w"), stderr=subprocess.STDOUT)
-    stops = watch(proc, run, log)
+    steps = watch(proc, run, log)
     out = log.read_text()
     assert proc.returncode == 0, out[-5000:]
-    attempts = check_resumed_where_stopped(repo, run, never_stopped, out, stops)
+    attempts, stops = check_resumed_where_stopped(repo, run, never_stopped, out, steps)
     print(f"Slurm jobs of the train job: {attempts}; stopped at steps {stops} of {STEPS}, each resumed there")
 
 
