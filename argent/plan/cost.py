@@ -47,7 +47,7 @@ class CostSection:
     step_seconds: dict[str, float] = field(default_factory=dict)  # size -> s per step of one run, all its GPUs
     batch_size: int | None = None      # the batch those step_seconds were taken at; None: the group's batch
     step_times: str = ""               # the measured record; "" = <results>/bench/step_times.json
-    note: str = ""
+    note: str = ""                     # where step_seconds were measured: printed as their source
     # The FLOP-model estimate beside an unknown size of a GPU config: model-FLOPs utilisation (a
     # fraction) and one GPU's dense peak in TFLOP/s at the training precision (A100 bf16: 312).
     estimate_mfu: float = 0.35
@@ -207,7 +207,8 @@ def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir:
     if configured is not None:
         ref = int(cost.batch_size or batch)
         note = f" scaled from batch {ref}" if ref != batch else ""
-        return StepTime(float(configured) * batch / ref, f"config cost.step_seconds{note}")
+        measured = f" ({cost.note})" if cost.note else ""
+        return StepTime(float(configured) * batch / ref, f"config cost.step_seconds{measured}{note}")
     path, record = _record(cfg, base_dir)
     entry = record.sizes.get(size)
     if entry and entry.device.split(":")[0] == device.split(":")[0]:

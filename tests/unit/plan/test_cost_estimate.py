@@ -91,3 +91,10 @@ def test_paper_config_main_group_matches_the_docs_gpu_hours(capsys):
     assert "ablations: 9 runs trained, unknown GPU-h; estimate (FLOP model, not measured) ≈ 49.4 GPU-h" in out
     assert "ablations_scale: 4 runs trained, unknown GPU-h; estimate (FLOP model, not measured) ≈ 159.1 GPU-h" in out
     assert "no measured step time" in out.splitlines()[-1]
+
+
+def test_the_step_seconds_note_is_printed_as_their_source():
+    text, _, _ = _plan(_cfg({"step_seconds": {"S": 0.5}, "batch_size": 384, "note": "8xA100 bf16, 2026-11"}))
+    assert "config cost.step_seconds (8xA100 bf16, 2026-11) scaled from batch 384" in text
+    text, _, _ = _plan(_cfg({"step_seconds": {"S": 0.5}}))
+    assert "config cost.step_seconds" in text and "(" not in text.split("config cost.step_seconds")[1].split("\n")[0]
