@@ -23,8 +23,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
-import torch.distributed as dist
-
 from argent.io import ArgentError
 
 Mode = Literal["skip", "strict"]
@@ -203,6 +201,8 @@ def skip_counts(batches: Iterator[dict[str, Any]]) -> dict[str, dict[str, int]] 
     """
     if not isinstance(batches, _CountingIterator):
         return None
+    import torch.distributed as dist  # heavy, and only the trainer's: the readers stay torch-free
+
     local = batches.totals()
     if dist.is_available() and dist.is_initialized():
         gathered: list[Any] = [None] * dist.get_world_size()

@@ -1,6 +1,7 @@
 """Every package imports without torch (their ``__init__``s name their API lazily, argent/lazy.py), and so
 does every module that lives in its stage's package but is read while the workflow parses: the
-loss-kind registry, the pretrained: section, the job records, the plan, the config's section types.
+loss-kind registry, the pretrained: section, the job records, the plan, the config's section types, the
+bad-data policy and the HierarCaps reader (a data stage that needs no tensors should not load torch).
 Checked in a fresh interpreter that imports them one by one, so the first module that pulls torch in
 is the one named."""
 
@@ -13,7 +14,7 @@ from tests.fixtures import ROOT
 
 TORCH_FREE = (
     "argent.config", "argent.variant", "argent.typed", "argent.workflow_config", "argent.layout", "argent.io",
-    "argent.identity", "argent.lazy", "argent.job_records",
+    "argent.identity", "argent.lazy", "argent.job_records", "argent.data.policy", "argent.data.formats.hierarcaps",
     "argent.losses.kinds", "argent.models.pretrained.section",
     "argent.plan.cli", "argent.plan.cost", "argent.plan.dag", "argent.plan.preflight",
     "argent.evaluation.benchmarks", "argent.evaluation.config",
