@@ -181,7 +181,8 @@ STEPS, BATCH, CHECKPOINT_EVERY = 360, 128, 1000
 RESUMED = re.compile(r"resumed \S+ at step (\d+)")
 PREEMPTED = "returned non-zero exit status 75"  # argent train's status after checkpointing on a signal
 # Snakemake's line on SIGTERM: it waits for its running job, then exits 1 whatever the job's outcome.
-WARNED_AFTER_LAST_STEP = "Will exit after finishing currently running jobs"
+WARNED = "Will exit after finishing currently running jobs"
+KILLED_AT_START = "died with <Signals.SIGTERM: 15>"  # the rule's command, ended by the signal's default action
 
 
 def slurm_jobs_of_rule(rule: str) -> list[int]:
@@ -239,32 +240,41 @@ def watch(proc: subprocess.Popen, run: Path, log: Path, on_training=None, timeou
     return steps
 
 
+def attempt_ending(log: str) -> str:
+    """How a stopped attempt ended, from its Slurm log: "stopped" (the trainer checkpointed the step
+    it reached and exited 75), "before training" (the warning came while Python was still starting,
+    before the trainer listens: the default SIGTERM ended it with no step trained) or "after training"
+    (the warning came after the last step: the trainer finished, but Snakemake inside the job exits 1
+    after any SIGTERM). Anything else is "unexpected"."""
+    if PREEMPTED in log:
+        return "stopped"
+    if KILLED_AT_START in log:
+        return "before training"
+    return "after training" if WARNED in log else "unexpected"
+
+
 def check_resumed_where_stopped(repo: Path, run: Path, reference: Path, out: str,
                                 steps: list[int]) -> tuple[list[int], list[int]]:
-    """Each attempt but the last stopped on its signal (exit 75, its Slurm log) with a checkpoint of the
-    step it reached, between periodic checkpoints; the last resumed at the last such step; every step is
-    logged once; the run ends bit for bit where a run never stopped ends.
-
-    One more ending is allowed, the last before the final attempt: an attempt warned after it trained
-    its last step. The trainer finishes (no step is left to stop at), but Snakemake inside the job
-    exits 1 after any SIGTERM even when its job succeeded (WARNED_AFTER_LAST_STEP, its Slurm log), or
-    the limit ends the job while it writes its summary (TIMEOUT); either way the next attempt resumes
-    at STEPS and only writes the summary. ``steps``: the checkpoint steps ``watch`` saw. Returns the
-    Slurm job ids and the steps the attempts stopped at."""
+    """Each attempt but the last ended on its warning without losing a step: most stopped with a
+    checkpoint of the step they reached (exit 75, between periodic checkpoints: each a new step
+    ``watch`` saw), and some had no step to stop at (``attempt_ending``: warned before the trainer
+    started, or after its last step; each costs a retry, not a step). The last attempt resumed at the
+    last checkpoint; every step is logged once; the run ends bit for bit where a run never stopped
+    ends. ``steps``: the checkpoint steps ``watch`` saw. Returns the Slurm job ids and the stops."""
     attempts = [(int(slurm_id), Path(log)) for _, slurm_id, log in SUBMITTED.findall(out) if "rule_train" in log]
+    endings = [attempt_ending(log.read_text()) for _, log in attempts[:-1]]
+    assert "unexpected" not in endings, [(a, e, log.read_text()[-2000:]) for (a, log), e in zip(attempts, endings)
+                                         if e == "unexpected"]
+    stops = [k for k in steps if k < STEPS]
+    assert endings.count("stopped") == len(stops) and stops, (endings, steps)
+    assert all(0 < k < STEPS and k % CHECKPOINT_EVERY for k in stops) and stops == sorted(stops), stops
     resumed = RESUMED.findall((repo / "results" / "smoke" / "logs" / "train" / "main" / "clip-tiny-seed0.log").read_text())
-    stops = [k for k in steps if k < STEPS] + ([STEPS] if resumed == [str(STEPS)] else [])
-    assert len(attempts) == len(stops) + 1 and stops, (attempts, steps, resumed)
-    assert resumed == [str(stops[-1])], (resumed, stops)  # the log is the last attempt's
-    ended = slurm_states([slurm_id for slurm_id, _ in attempts])
-    for (slurm_id, log), k in zip(attempts[:-1], stops, strict=True):
-        if k < STEPS:
-            assert PREEMPTED in log.read_text(), f"attempt {slurm_id} stopped at step {k} but did not exit 75"
-        else:
-            text = log.read_text()
-            assert ended[slurm_id] == "TIMEOUT" or WARNED_AFTER_LAST_STEP in text, (slurm_id, ended, text[-2000:])
-    assert all(0 < k <= STEPS and k % CHECKPOINT_EVERY for k in stops) and stops == sorted(stops), stops
-    assert ended[attempts[-1][0]] == "COMPLETED", ended
+    last = STEPS if "after training" in endings else stops[-1]
+    assert resumed == [str(last)], (resumed, endings, stops)  # the log is the last attempt's
+    ended = slurm_states([attempts[-1][0]])
+    assert ended == {attempts[-1][0]: "COMPLETED"}, ended
+    if endings.count("stopped") < len(endings):
+        print(f"attempts that had no step to stop at: {[e for e in endings if e != 'stopped']}")
     rows = read_metrics(RunFolder(run).metrics)
     assert [r["step"] for r in rows] == list(range(2, STEPS + 1, 2)), "every step logged once, none twice"
     assert json.loads(RunFolder(run).summary.read_text())["steps"] == STEPS
