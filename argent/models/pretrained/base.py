@@ -14,6 +14,7 @@ not fit is refused with one message naming the first missing / unexpected key or
 
 from __future__ import annotations
 
+import abc
 import pickle
 import zipfile
 from collections.abc import Callable, Mapping
@@ -51,7 +52,7 @@ class PretrainedConfig:
     image_size: int
 
 
-class PretrainedModel(nn.Module):
+class PretrainedModel(nn.Module, abc.ABC):
     """Base of every adapter: lift, similarity and scalars from the checkpoint's own values.
 
     Subclasses set ``geometry``, ``config``, ``layout_name``, and implement ``image_features`` and
@@ -64,17 +65,21 @@ class PretrainedModel(nn.Module):
     config: PretrainedConfig
     layout_name: str
 
+    @abc.abstractmethod
     def image_features(self, images: Tensor) -> Tensor:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def text_features(self, tokens: Tensor) -> Tensor:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def image_transform(self, kind: str = "eval") -> Transform:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def tokenize(self, texts: list[str]) -> Tensor:
-        raise NotImplementedError
+        ...
 
     # ---- scalars ----
     def curv(self) -> Tensor:
