@@ -365,6 +365,18 @@ def make_hiershapes(out: Path) -> Path:
     return out
 
 
+def train_and_validation_draws(root: Path, train_scenes: int) -> Path:
+    """Two small hiershapes draws under ``root``: ``train/`` (seed 0, ``train_scenes`` training scenes)
+    and ``val/``, an independent draw (seed 1) to validate on, never the training draw's test split."""
+    from argent.data.hiershapes import cli
+
+    small = ["--test-scenes", "6", "--per-class", "1", "--shard-size", "16", "--jobs", "1"]
+    assert cli.main(["--out", str(root / "train"), "--seed", "0", "--train-scenes", str(train_scenes),
+                     "--val-scenes", "0", *small]) == 0
+    assert cli.main(["--out", str(root / "val"), "--seed", "1", "--train-scenes", "0", "--val-scenes", "0", *small]) == 0
+    return root
+
+
 # ---- the planted `argent clean` fixture (tests/unit/cleaning/test_pipeline.py explains the plant) ----
 
 COCO_URL = "http://images.cocodataset.org/val2014/COCO_val2014_{:012d}.jpg"

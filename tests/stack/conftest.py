@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from stackutil import STACK, child_env, script
 
+from tests.fixtures import train_and_validation_draws
+
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory):
@@ -26,10 +28,4 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small hiershapes draw for training and a second one (another seed) for validation."""
-    from argent.data.hiershapes.cli import main as synth
-
-    root = tmp_path_factory.mktemp("stack_data")
-    small = ["--test-scenes", "6", "--per-class", "1", "--shard-size", "16", "--jobs", "1"]
-    assert synth(["--out", str(root / "train"), "--seed", "0", "--train-scenes", "32", "--val-scenes", "0", *small]) == 0
-    assert synth(["--out", str(root / "val"), "--seed", "1", "--train-scenes", "0", "--val-scenes", "0", *small]) == 0
-    return root
+    return train_and_validation_draws(tmp_path_factory.mktemp("stack_data"), train_scenes=32)

@@ -15,20 +15,15 @@ import pytest
 import torch
 import yaml
 
-from argent.data.hiershapes.cli import main as synth
 from argent.tuning import main
-from tests.fixtures import ROOT
+from tests.fixtures import ROOT, train_and_validation_draws
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("tune_data")
-    small = ["--test-scenes", "6", "--per-class", "1", "--shard-size", "16", "--jobs", "1"]
-    assert synth(["--out", str(root / "train"), "--seed", "0", "--train-scenes", "16", "--val-scenes", "0", *small]) == 0
-    # Validation data: an independent draw (another seed), never the test split of the training set.
-    assert synth(["--out", str(root / "draw1"), "--seed", "1", "--train-scenes", "0", "--val-scenes", "0", *small]) == 0
+    root = train_and_validation_draws(tmp_path_factory.mktemp("tune_data"), train_scenes=16)
     # The path contract of the workflow: <hiershapes>/hierarcaps_val/ beside <hiershapes>/hierarcaps/.
-    shutil.copytree(root / "draw1" / "hierarcaps", root / "train" / "hierarcaps_val")
+    shutil.copytree(root / "val" / "hierarcaps", root / "train" / "hierarcaps_val")
     return root
 
 
