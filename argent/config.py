@@ -96,7 +96,8 @@ MODEL_SIZES: dict[str, dict[str, Any]] = {
 
 @dataclass
 class OptimConfig:
-    """AdamW + linear warm-up + half-cosine, the MERU/HyCoCLIP recipe."""
+    """AdamW + linear warm-up + half-cosine, the MERU/HyCoCLIP recipe (``schedule: cosine``), or
+    warm-up, constant, and a linear decay over the last ``decay_fraction`` of the steps (``wsd``)."""
 
     lr: float = 5e-4
     betas: tuple[float, float] = (0.9, 0.98)
@@ -106,6 +107,8 @@ class OptimConfig:
     norm_bias_decay: float = 0.2
     warmup_steps: int = 4000
     grad_clip: float = 0.0  # 0 = none (the recipe)
+    schedule: Literal["cosine", "wsd"] = "cosine"
+    decay_fraction: float = 0.2  # wsd only: the share of train.steps the final linear decay takes
 
     def __post_init__(self) -> None:
         check_range("lr", self.lr, low=0.0, low_open=True)
@@ -115,6 +118,7 @@ class OptimConfig:
         check_range("norm_bias_decay", self.norm_bias_decay, low=0.0)
         check_range("warmup_steps", self.warmup_steps, low=0)
         check_range("grad_clip", self.grad_clip, low=0.0)
+        check_range("decay_fraction", self.decay_fraction, low=0.0, high=1.0, low_open=True)
 
 
 @dataclass

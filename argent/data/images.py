@@ -98,21 +98,29 @@ def pad_to_square(img: Image.Image, fill: tuple[int, int, int] = WHITE) -> Image
 
 def eval_transform(image_size: int) -> Transform:
     """Resize the shorter side to S (bicubic) then CenterCrop S; float32 (3,S,S) in [0,1]."""
-    return v2.Compose([
+    return _on_square(image_size, v2.Compose([
         v2.ToImage(),
         v2.Resize(image_size, interpolation=v2.InterpolationMode.BICUBIC, antialias=True),
         v2.CenterCrop(image_size),
         v2.ToDtype(torch.float32, scale=True),
-    ])
+    ]))
 
 
 def squeeze_transform(image_size: int) -> Transform:
     """Resize to S×S (bicubic, aspect not kept, no crop) as in retrieval; float32 (3,S,S) in [0,1]."""
-    return v2.Compose([
+    return _on_square(image_size, v2.Compose([
         v2.ToImage(),
         v2.Resize((image_size, image_size), interpolation=v2.InterpolationMode.BICUBIC, antialias=True),
         v2.ToDtype(torch.float32, scale=True),
-    ])
+    ]))
+
+
+def _on_square(image_size: int, transform: v2.Compose) -> v2.Compose:
+    """Tag ``eval_transform`` and ``squeeze_transform``: on a square image both are one bicubic resize
+    to S×S, the same pixels, so evaluation may decode and encode such an image once for both
+    (``argent.evaluation.encoding``)."""
+    transform.square_key = f"bicubic-antialias-{image_size}"
+    return transform
 
 
 def train_transform(image_size: int, scale: tuple[float, float] = (0.5, 1.0)) -> Transform:

@@ -51,4 +51,5 @@ def build_optimizer(model: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:
 
 def build_scheduler(opt: torch.optim.Optimizer, cfg: OptimConfig, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     warmup = min(cfg.warmup_steps, max(total_steps - 1, 0))
-    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, warmup, total_steps))
+    decay = cfg.decay_fraction if cfg.schedule == "wsd" else None
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, warmup, total_steps, decay))

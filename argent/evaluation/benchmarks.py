@@ -129,11 +129,17 @@ class RetrievalEntry(CommonOptions):
     image_dir: str = data_path(IMAGES, required=True)
     split: str = "test"  # Karpathy split
     ks: list[int] = field(default_factory=lambda: [5, 10])
+    # Galleries of this many images (consecutive folds, as COCO's 5 × 1K test), R@k averaged over every
+    # query of every fold; 0 = one gallery of the whole split. Recall falls with the gallery's size, so a
+    # larger test set keeps its numbers comparable with a smaller one's at the smaller one's size.
+    fold_size: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.ks or any(k < 1 for k in self.ks):
             raise ConfigError(f"ks: need at least one k >= 1, got {self.ks}")
+        if self.fold_size < 0:
+            raise ConfigError(f"fold_size: must be >= 0 (0: one gallery), got {self.fold_size}")
 
 
 @dataclass

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import io
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
+from PIL import Image
 from torch import Tensor
 
 from argent.data.images import Transform, eval_transform, load_image, squeeze_transform
@@ -78,11 +81,18 @@ def tokenize_for(model: Any, texts: Sequence[str]) -> Tensor:
 
 @dataclasses.dataclass
 class ImageEmbeddingMemo:
-    """Image embeddings already computed in this block, and how often they were reused."""
+    """Image embeddings already computed in this block, keyed by image, and how often they were reused.
 
-    entries: dict[tuple, tuple[Tensor, list[int], list[tuple[str, str]]]] = dataclasses.field(default_factory=dict)
-    hits: int = 0
-    images_reused: int = 0
+    ``by_file``: (model, projection, transform, file content digest) -> embedding: an image file read
+    by several protocols, or byte copies of it under several folders, is decoded and encoded once.
+    ``by_pixels``: (model, projection, pixel digest) -> embedding: two transforms that give the same
+    pixels (retrieval's squeeze and the others' centre crop on a square image) encode once."""
+
+    by_file: dict[tuple, Tensor] = dataclasses.field(default_factory=dict)
+    by_pixels: dict[tuple, Tensor] = dataclasses.field(default_factory=dict)
+    hits: int = 0            # requests answered wholly from memory
+    images_reused: int = 0   # images answered from memory, over all requests
+    encoded: int = 0         # images through the image tower
 
 
 _MEMO: ImageEmbeddingMemo | None = None
@@ -90,11 +100,11 @@ _MEMO: ImageEmbeddingMemo | None = None
 
 @contextlib.contextmanager
 def reuse_image_embeddings() -> Iterator[ImageEmbeddingMemo]:
-    """Within this block ``encode_images`` embeds each image list once per (model, transform,
-    batch size, projection) and hands the same tensor to every later protocol that asks for it
-    (e.g. PEP, HierarCaps and the analysis read the same image folder). Reused results are the very
-    tensors the first call computed, so every metric is unchanged; the skipped images of that
-    call are counted again in each later caller's policy. The caller promises that the model's
+    """Within this block ``encode_images`` embeds each image once per (model, transform, projection),
+    keyed by the file's content, and hands the same embedding to every later protocol that reads it
+    (PEP, HierarCaps, SugarCrepe and retrieval read byte copies of the same test scenes). Every
+    metric is unchanged up to float rounding of the batch an image was encoded in; the skipped
+    images of a request are counted in each caller's policy. The caller promises that the model's
     weights do not change inside the block (``argent evaluate``: one checkpoint per process)."""
     global _MEMO
     outer = _MEMO
@@ -103,6 +113,26 @@ def reuse_image_embeddings() -> Iterator[ImageEmbeddingMemo]:
         yield _MEMO
     finally:
         _MEMO = outer
+
+
+def _file_key(path: Path, transform: Callable) -> tuple[str, str | None]:
+    """(transform key, content digest) of an image file; digest None when it cannot be read (decoding
+    then names the error). A transform that gives the same pixels on every square image as its
+    sibling (``square_key``: argent's centre crop and squeeze) shares its key on square images."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return repr(transform), None
+    key = repr(transform)
+    square = getattr(transform, "square_key", None)
+    if square is not None:
+        try:
+            with Image.open(io.BytesIO(data)) as img:  # the header only: no decode
+                width, height = img.size
+            key = square if width == height else key
+        except (OSError, ValueError, Image.DecompressionBombError):
+            pass  # decoding names the error
+    return key, hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @torch.no_grad()
@@ -118,39 +148,51 @@ def encode_images(
     """Embed image files: -> (embeddings (K, D) float32 on CPU, indices of the K usable paths).
 
     A missing or corrupt image goes through ``policy`` (reason ``bad_image``): counted and left
-    out (skip) or a ``BadDataError`` naming the file (strict). Inside ``reuse_image_embeddings`` a
-    repeated request is answered from memory.
+    out (skip) or a ``BadDataError`` naming the file (strict). Inside ``reuse_image_embeddings`` an
+    image embedded before (same content, transform and model) is answered from memory; within one
+    request, duplicates are encoded once either way.
     """
-    key = (id(model), tuple(str(p) for p in paths), repr(transform), batch_size, project)
-    if _MEMO is not None and key in _MEMO.entries:
-        emb, kept, bad = _MEMO.entries[key]
-        for reason, error in bad:
-            policy.bad(reason, error)
-        _MEMO.hits += 1
-        _MEMO.images_reused += len(kept)
-        return emb.clone(), list(kept)  # a copy: a protocol may work in place on its tensor
-    bad_seen: list[tuple[str, str]] = []
+    memo = _MEMO if _MEMO is not None else ImageEmbeddingMemo()
+    model_key = (id(model), project)
+    file_keys = [(*model_key, *_file_key(p, transform)) for p in paths]
+    found: dict[int, Tensor] = {i: memo.by_file[k] for i, k in enumerate(file_keys) if k[-1] and k in memo.by_file}
+    todo = [i for i in range(len(paths)) if i not in found]
     device = device_of(model)
     loader = torch.utils.data.DataLoader(
-        _ImageFiles(paths, transform), batch_size=batch_size, num_workers=num_workers, collate_fn=_collate
+        _ImageFiles([paths[i] for i in todo], transform), batch_size=batch_size, num_workers=num_workers,
+        collate_fn=_collate,
     )
-    chunks, kept = [], []
+    pending: dict[tuple, list[int]] = {}   # pixel key -> the requested indices that show these pixels
+    pixels: dict[tuple, Tensor] = {}
     for batch in loader:
-        good = []
-        for i, tensor, error in batch:
+        for j, tensor, error in batch:
             if tensor is None:
                 policy.bad("bad_image", error)
-                bad_seen.append(("bad_image", error))
+                continue
+            key = (*model_key, hashlib.blake2b(tensor.numpy().tobytes(), digest_size=16).hexdigest())
+            if key in memo.by_pixels:
+                found[todo[j]] = memo.by_pixels[key]
             else:
-                good.append((i, tensor))
-        if good:
-            images = torch.stack([t for _, t in good]).to(device)
-            chunks.append(model.encode_image(images, project=project).float().cpu())
-            kept.extend(i for i, _ in good)
+                pending.setdefault(key, []).append(todo[j])
+                pixels.setdefault(key, tensor)
+    keys = list(pending)
+    for s in range(0, len(keys), batch_size):
+        chunk = keys[s : s + batch_size]
+        images = torch.stack([pixels[k] for k in chunk]).to(device)
+        for key, emb in zip(chunk, model.encode_image(images, project=project).float().cpu()):
+            memo.by_pixels[key] = emb
+            for i in pending[key]:
+                found[i] = emb
+        memo.encoded += len(chunk)
+    kept = sorted(found)
+    reused = len(kept) - sum(len(v) for v in pending.values())
+    memo.images_reused += reused
+    memo.hits += int(bool(kept) and reused == len(kept))
+    for i in kept:
+        if file_keys[i][-1]:
+            memo.by_file[file_keys[i]] = found[i]
     dim = model.config.embed_dim
-    emb = torch.cat(chunks) if chunks else torch.empty(0, dim)
-    if _MEMO is not None:
-        _MEMO.entries[key] = (emb, list(kept), bad_seen)
+    emb = torch.stack([found[i] for i in kept]) if kept else torch.empty(0, dim)
     return emb, kept
 
 

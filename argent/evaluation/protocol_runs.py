@@ -157,18 +157,20 @@ def run_retrieval(model: Any, entry: RetrievalEntry, policy: BadDataPolicy, out_
             caption_image.append(new_index[img])
     dropped_captions = len(data.captions) - len(captions)
     text_emb = encode_texts(model, captions, entry.batch_size)
-    hits, queried = retrieval.retrieval_hits(
-        image_emb, text_emb, caption_image, similarity_on_cpu(model), entry.ks, entry.chunk_size, entry.key_chunk
+    hits, queried, caption_order = retrieval.folded_retrieval_hits(
+        image_emb, text_emb, caption_image, similarity_on_cpu(model), entry.fold_size,
+        ks=entry.ks, query_chunk=entry.chunk_size, key_chunk=entry.key_chunk,
     )
     metrics = item_means(hits)
     # Ids: the image's path under image_dir. A text query's hit is summed into its image
     # (cluster_item_values): the captions of one image are no independent draws of the test set.
     image_ids = [path_id(image_paths[i], entry.image_dir) for i in kept]
-    caption_images = [image_ids[img] for img in caption_image]
+    caption_images = [image_ids[caption_image[t]] for t in caption_order.tolist()]
     query_ids = [image_ids[i] for i in queried.tolist()]
     items: Items = {key: (query_ids, value.numpy()) if key.startswith("i2t")
                     else cluster_item_values(caption_images, value.numpy()) for key, value in hits.items()}
-    counts = {"n_images": len(kept), "n_captions": len(captions), "captions_left_out": dropped_captions}
+    counts = {"n_images": len(kept), "n_captions": len(captions), "captions_left_out": dropped_captions,
+              "gallery_images": min(entry.fold_size or len(kept), len(kept))}
     return {"metrics": metrics, "counts": counts, "items": items}
 
 

@@ -18,7 +18,7 @@ from torch import Tensor
 from argent.evaluation.chunked_similarity import ScoreFn, streaming_topk
 from argent.evaluation.items import item_means
 
-__all__ = ["recall_at_k", "recall_hits", "retrieval_hits", "retrieval_metrics"]
+__all__ = ["folded_retrieval_hits", "recall_at_k", "recall_hits", "retrieval_hits", "retrieval_metrics"]
 
 
 def recall_hits(topk_indices: Tensor, truth: Sequence[set[int]] | Tensor, ks: Sequence[int]) -> dict[int, Tensor]:
@@ -89,6 +89,36 @@ def retrieval_hits(
     for k, value in recall_hits(t2i.cpu(), caption_image, ks).items():
         hits[f"t2i_R@{k}"] = value
     return hits, queried
+
+
+def folded_retrieval_hits(
+    image_emb: Tensor,
+    text_emb: Tensor,
+    caption_image: Sequence[int] | Tensor,
+    score_fn: ScoreFn,
+    fold_size: int,
+    **kwargs: Any,
+) -> tuple[dict[str, Tensor], Tensor, Tensor]:
+    """``retrieval_hits`` within galleries of ``fold_size`` consecutive images (the last fold may be
+    smaller; 0 = one gallery): each caption is ranked against its own fold's images only, each image
+    against its fold's captions. Returns (hits, queried images, the caption order of the t2i hits):
+    hits concatenated over folds, image and caption indices in the caller's numbering."""
+    caption_image = torch.as_tensor(caption_image, dtype=torch.long)
+    n_images = image_emb.shape[0]
+    size = fold_size if fold_size > 0 else max(n_images, 1)
+    parts: list[tuple[dict[str, Tensor], Tensor, Tensor]] = []
+    for start in range(0, n_images, size):
+        stop = min(start + size, n_images)
+        captions = torch.nonzero((caption_image >= start) & (caption_image < stop)).squeeze(1)
+        if not captions.numel():
+            continue  # a fold without captions has no query and no true item
+        hits, queried = retrieval_hits(image_emb[start:stop], text_emb[captions], caption_image[captions] - start,
+                                       score_fn, **kwargs)
+        parts.append((hits, queried + start, captions))
+    if not parts:
+        raise ValueError("retrieval_metrics: no image has a caption")
+    hits = {key: torch.cat([p[0][key] for p in parts]) for key in parts[0][0]}
+    return hits, torch.cat([p[1] for p in parts]), torch.cat([p[2] for p in parts])
 
 
 def retrieval_metrics(*args: Any, **kwargs: Any) -> dict[str, float]:

@@ -41,6 +41,7 @@ class ProbeOptions:
     grad_clip: float = 1.0
     encode_batch_size: int = 64
     eval_chunk: int = 4096
+    per_class: int = 0  # the first N images of each class folder (sorted by name); 0 = all
 
     def __post_init__(self) -> None:
         # Values the types cannot express. Messages start with the key: from_dict prefixes the section path.
@@ -62,6 +63,8 @@ class ProbeOptions:
             raise ConfigError(
                 f"train_fraction: {self.train_fraction} with val_fraction {self.val_fraction} must leave a test share"
             )
+        if self.per_class < 0:
+            raise ConfigError(f"per_class: must be >= 0 (0: every image), got {self.per_class}")
         for name in ("epochs", "batch_size", "encode_batch_size", "eval_chunk"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")

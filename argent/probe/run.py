@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from argent.data.formats.imagefolder import read_image_folder
+from argent.data.formats.imagefolder import ClassificationSet, read_image_folder
 from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
 from argent.data.policy import BadDataPolicy, mark_partial
 from argent.data.taxonomy import Taxonomy
@@ -113,7 +113,7 @@ def probe_model(
     taxonomy_path = Path(taxonomy) if taxonomy else data_root / "taxonomy.txt"
     if not taxonomy_path.is_file():
         raise FileNotFoundError(f"{taxonomy_path}: no taxonomy; pass --taxonomy FILE ('parent child' id lines)")
-    data = read_image_folder(data_root, policy=policy)
+    data = _first_per_class(read_image_folder(data_root, policy=policy), cfg.per_class)
     tree = Taxonomy.from_edges_file(taxonomy_path)
     hierarchy = hierarchy_from_taxonomy(tree, data.class_ids, where=str(taxonomy_path))
     if not hierarchy.hypernyms:
@@ -192,6 +192,20 @@ class ProbeJob:
     policy: str = "skip"  # bad images: skip and count, or fail
 
 
+def _first_per_class(data: ClassificationSet, per_class: int) -> ClassificationSet:
+    """The first ``per_class`` images of each class in the folder's order (0: all): the probe's cost
+    stays put when the zero-shot folder it reads grows (docs/probe.md)."""
+    if not per_class:
+        return data
+    seen: dict[int, int] = {}
+    samples = []
+    for path, label in data.samples:
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] <= per_class:
+            samples.append((path, label))
+    return dataclasses.replace(data, samples=samples)
+
+
 def run(job: ProbeJob, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Probe the run folder's model on ``probe.data`` and write the result JSON to ``job.out``."""
     if job.threads:
@@ -201,6 +215,8 @@ def run(job: ProbeJob, progress: Callable[[str], None] | None = None) -> dict[st
                          BadDataPolicy(job.policy), progress=progress)
     result["run"] = str(job.run_dir)
     result["config_hash"] = exp.result_hash()
-    result["model"].update({"family": exp.variant_name, "size": exp.size, "run_seed": exp.seed})
+    # "family" names the line (the variant); its colour is the catalogue family's (argent/colours.py).
+    result["model"].update({"family": exp.variant_name, "size": exp.size, "run_seed": exp.seed,
+                            "catalogue_family": exp.tracking.tags.get("family", exp.variant_name)})
     write_json(job.out, result)
     return result

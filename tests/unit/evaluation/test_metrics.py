@@ -14,7 +14,7 @@ from argent.evaluation.analysis import norm_summary, poincare_projection
 from argent.evaluation.compositional import compositional_metrics
 from argent.evaluation.hierarcaps_protocol import level_order_correlation, threshold_retrieval
 from argent.evaluation.pep import build_pairs, entailment_probability, pair_angles, pep_metrics
-from argent.evaluation.retrieval import recall_at_k, retrieval_metrics
+from argent.evaluation.retrieval import folded_retrieval_hits, recall_at_k, retrieval_hits, retrieval_metrics
 from argent.evaluation.zeroshot import average_prompts, classification_metrics, fill_templates, resolve_templates
 
 
@@ -69,6 +69,30 @@ def test_retrieval_skips_images_without_captions() -> None:
     score = lambda a, b: (a @ s @ b.T) if a.shape[1] == 3 else (a @ s.T @ b.T)  # noqa: E731
     m = retrieval_metrics(one_hot(3), one_hot(2), [0, 1], score, ks=(1,))
     assert m["i2t_R@1"] == 1.0  # image 2 has no caption and is not a query
+
+
+def test_folded_retrieval_ranks_within_each_gallery_only() -> None:
+    torch.manual_seed(0)
+    img, txt = torch.randn(10, 8), torch.randn(23, 8)
+    caption_image = torch.tensor([i % 10 for i in range(23)])
+    score = lambda a, b: a @ b.T  # noqa: E731
+    hits, queried, order = folded_retrieval_hits(img, txt, caption_image, score, 4, ks=(1, 2))
+    assert queried.tolist() == list(range(10)) and sorted(order.tolist()) == list(range(23))
+    # each fold is its own retrieval problem on its own images and captions
+    expected_t2i, expected_i2t = [], []
+    for start in (0, 4, 8):
+        stop = min(start + 4, 10)
+        mine = torch.nonzero((caption_image >= start) & (caption_image < stop)).squeeze(1)
+        one, _ = retrieval_hits(img[start:stop], txt[mine], caption_image[mine] - start, score, ks=(1, 2))
+        expected_t2i.append(one["t2i_R@1"])
+        expected_i2t.append(one["i2t_R@2"])
+    assert torch.equal(hits["t2i_R@1"], torch.cat(expected_t2i))
+    assert torch.equal(hits["i2t_R@2"], torch.cat(expected_i2t))
+    # a fold as large as the split is the plain retrieval; a smaller gallery is an easier one
+    whole, _, whole_order = folded_retrieval_hits(img, txt, caption_image, score, 0, ks=(1,))
+    plain, _ = retrieval_hits(img, txt, caption_image, score, ks=(1,))
+    assert torch.equal(whole["t2i_R@1"], plain["t2i_R@1"]) and whole_order.tolist() == list(range(23))
+    assert hits["t2i_R@1"].float().mean() >= whole["t2i_R@1"].float().mean()
 
 
 # ------------------------------------------------------------------ PEP

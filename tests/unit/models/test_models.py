@@ -7,7 +7,7 @@ import torch
 
 from argent import geometry
 from argent.config import OptimConfig, model_from
-from argent.engine.optim import build_optimizer, lr_factor, param_groups
+from argent.engine.optim import build_optimizer, build_scheduler, lr_factor, param_groups
 from argent.models import build_model, tokenize
 
 
@@ -125,6 +125,30 @@ def test_schedule_warms_up_then_half_cosine_to_zero():
     mid = 10 + 45
     assert lr_factor(mid, 10, 100) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.5)))
     assert lr_factor(100, 10, 100) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_wsd_schedule_holds_the_peak_then_decays_linearly_to_zero():
+    # 600 steps, 60 warm-up, the last 20 % (120 steps) a linear decay: the default's recipe
+    assert lr_factor(59, 60, 600, 0.2) == pytest.approx(1.0)
+    assert all(lr_factor(s, 60, 600, 0.2) == 1.0 for s in range(60, 481))
+    assert lr_factor(540, 60, 600, 0.2) == pytest.approx(0.5)
+    assert lr_factor(600, 60, 600, 0.2) == 0.0
+    factors = [lr_factor(s, 60, 600, 0.2) for s in range(480, 601)]
+    assert factors == sorted(factors, reverse=True)
+    # a decay longer than what follows the warm-up starts right after it
+    assert lr_factor(10, 10, 20, 0.9) == pytest.approx(1.0) and lr_factor(15, 10, 20, 0.9) == pytest.approx(0.5)
+
+
+def test_the_scheduler_follows_optim_schedule():
+    model = torch.nn.Linear(2, 2)
+    for schedule, expected in (("cosine", lr_factor(300, 60, 600)), ("wsd", 1.0)):
+        cfg = OptimConfig(lr=1.0, warmup_steps=60, schedule=schedule)
+        opt = build_optimizer(model, cfg)
+        sched = build_scheduler(opt, cfg, 600)
+        for _ in range(300):
+            opt.step()
+            sched.step()
+        assert sched.get_last_lr()[0] == pytest.approx(expected)
 
 
 POOLED = dict(image_size=32, patch_size=8, vision_width=32, vision_layers=1, vision_heads=2, conv_stem=8,
