@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, check_sections, experiment_from_dict
-from argent.data.formats.grounded import iter_records
 from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.manifest import manifest_check, mismatch_message
 from argent.data.policy import BadDataError, BadDataPolicy
@@ -27,7 +26,6 @@ from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
-from argent.runs import require_device
 from argent.tables.claims_spec import check_claims
 from argent.workflow_config import load_config, setting
 
@@ -39,12 +37,26 @@ class PreflightError(ArgentError):
 
 
 def _sample_shards(pattern: str, fmt: str, min_box_area: int) -> str:
+    from argent.data.formats.grounded import iter_records  # torch: imported when shards are read, not for --help
+
     policy = BadDataPolicy("skip")
     records = list(itertools.islice(iter_records(pattern, fmt=fmt, min_box_area=min_box_area, policy=policy),
                                     SAMPLE_RECORDS))
     if not records:
         raise ArgentError(f"data.train_shards: {pattern}: no usable record in the first shard ({policy.report()})")
     return f"{len(records)} records read"
+
+
+def _device_problems(devices: set[str]) -> list[str]:
+    from argent.runs import require_device  # torch: imported when a device is checked, not for --help
+
+    problems = []
+    for device in sorted(devices):
+        try:
+            require_device(device)
+        except ArgentError as err:
+            problems.append(f"train.device: {err}")
+    return problems
 
 
 def _manifest_finding(key: str, pattern: str, bad_data: str) -> Finding | None:
@@ -84,11 +96,7 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
             devices.add(exp.train.device)
         except ConfigError as err:
             problems.append(f"run {group}/{variant}-{size}: {err}")
-    for device in sorted(devices):
-        try:
-            require_device(device)
-        except ArgentError as err:
-            problems.append(f"train.device: {err}")
+    problems += _device_problems(devices)
 
     # the training data of every active experiment group (each may override data:), read once per pattern
     sources = {"data.train_shards": cfg.get("data") or {}}

@@ -33,8 +33,18 @@ EXPECTED_EXIT = 2  # an expected failure (bad input, damaged file, missing devic
 def _usage() -> str:
     lines = ["usage: argent <verb> [options]", "", "verbs:"]
     lines += [f"  {verb:<10} {help_}" for verb, (_, help_) in VERBS.items()]
-    lines += ["", "argent <verb> --help for a verb's options; --debug (anywhere) shows tracebacks."]
+    lines += ["", "argent <verb> --help for a verb's options; --debug (anywhere) shows tracebacks; "
+                  "argent --version the installed version."]
     return "\n".join(lines)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("argent")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "unknown (not installed: pip install -e .)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"argent {_version()}")
         return 0
     verb, rest = argv[0], argv[1:]
     if verb not in VERBS:

@@ -31,14 +31,11 @@ from typing import Any
 import yaml
 
 from argent.config import IDENTITY_VERSION, ConfigError, ExperimentConfig
-from argent.engine.checkpoint import atomic_torch_save
-from argent.engine.summary import COUNT_KEYS
 from argent.identity import first_difference
 from argent.io import ArgentError, atomic_write_json, read_json
 from argent.layout import RUNS_DIR, Results, RunFolder, run_parts
 from argent.plan.cli import merged_config
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, run_experiment
-from argent.runs import CheckpointError, hold_writer, read_checkpoint, read_run_config, stamped_version
 from argent.typed import strict_yaml
 from argent.workflow_config import setting
 
@@ -103,6 +100,8 @@ def expected_config(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir
 
 def restamp_run(run_dir: Path, cfg: dict[str, Any], plan: Plan, base_dir: Path, dry_run: bool = False) -> Outcome:
     """Check one run folder and re-stamp it (see the module doc); never raises for a refusal."""
+    from argent.runs import hold_writer, read_run_config  # torch: imported for a run, not for --help
+
     folder = RunFolder(Path(run_dir))
     try:
         read_run_config(folder.root)  # not a run folder: refused before the lock would create anything
@@ -125,6 +124,10 @@ def _read_summary(folder: RunFolder) -> dict[str, Any] | None:
 
 
 def _restamp(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir: Path, dry_run: bool) -> Outcome:
+    from argent.engine.checkpoint import atomic_torch_save  # torch: imported for a run, not for --help
+    from argent.engine.summary import COUNT_KEYS
+    from argent.runs import CheckpointError, read_checkpoint, read_run_config, stamped_version
+
     if folder.staging.summary.is_file() or folder.replacing.root.exists() or folder.replaced.root.exists():
         raise ArgentError(f"{folder.root}: a finished re-run waits to be moved in ({folder.staging.root}); the next "
                           f"`argent train --out {folder.root}` moves it in first; re-stamp after that")

@@ -322,7 +322,18 @@ WORKFLOW_SECTIONS = tuple(SECTIONS)
 def check_sections(cfg: dict[str, Any], where: str = "config") -> None:
     unknown = sorted(set(cfg) - set(SECTIONS), key=str)
     if unknown:
-        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(SECTIONS)}")
+        raise ConfigError(f"{where}: unknown top-level section(s) {unknown}; allowed: {list(SECTIONS)}"
+                          f"{_dotted_hint(unknown)}")
+
+
+def _dotted_hint(unknown: list[Any]) -> str:
+    """A key ``train.steps`` written at the top level is a section's key spelled as a path: say how to nest it."""
+    dotted = [str(k) for k in unknown if "." in str(k) and str(k).partition(".")[0] in SECTIONS]
+    if not dotted:
+        return ""
+    section, _, rest = dotted[0].partition(".")
+    return (f"; {dotted[0]!r} is one key with a dot in its name, not {rest!r} under {section}: write "
+            f"`{section}: {{{rest}: ...}}`, or use argent's --set {dotted[0]}=VALUE")
 
 
 def section_type(section: str) -> type:

@@ -21,6 +21,7 @@ Run-level sections (model, train, optim, data, tracking, variant) are merged per
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,8 @@ from argent.typed import (
     setting,
 )
 
-__all__ = ["SECTIONS", "Section", "TopLevel", "WorkflowConfig", "load_config", "parse_section", "section_type",
-           "setting"]
+__all__ = ["SECTIONS", "Section", "TopLevel", "WorkflowConfig", "check_snakemake_config", "load_config",
+           "parse_section", "section_type", "setting"]
 
 
 @dataclass
@@ -113,10 +114,7 @@ class WorkflowConfig:
     def check_all(self) -> None:
         """The top-level keys, then every section the config holds or the workflow requires, typed (a
         typo anywhere is found before any job runs)."""
-        try:
-            check_sections(self.raw)
-        except ConfigError as err:
-            raise self._error(err) from None
+        check_sections(self.raw, self.where or "config")  # its message names the file once
         for name in SECTIONS:
             if name in self.raw:
                 self.section(name)
@@ -161,6 +159,19 @@ class WorkflowConfig:
         """One run's ``ExperimentConfig`` (the variant catalogue, ``model.<size>``, ``train``, ...)."""
         return experiment_from_dict(self.raw, variant, size, seed, base_dir=self.base_dir,
                                     variant_overrides=variant_overrides)
+
+
+def check_snakemake_config(config: dict[str, Any], command_line: Mapping[str, Any]) -> None:
+    """The config Snakemake merged, checked before the workflow reads it; ``command_line`` is what its
+    ``--config KEY=VALUE`` set. Snakemake sets top-level keys only there (it refuses a dotted key
+    itself, before the workflow is read), so a key that is no section is named with the ways that work."""
+    unknown = sorted(set(command_line) - set(SECTIONS), key=str)
+    if unknown:
+        raise ConfigError(f"snakemake --config {unknown[0]}=...: not a top-level section of the workflow config "
+                          f"(allowed: {', '.join(SECTIONS)}); Snakemake's --config KEY=VALUE sets top-level keys "
+                          f"only, a nested key such as train.steps cannot be set that way: write it in a config file "
+                          f"(--configfile FILE holding `train: {{steps: 10}}`), or use argent's --set train.steps=10")
+    check_sections(config)
 
 
 def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *,

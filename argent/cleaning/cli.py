@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 from argent.cleaning.config import CleanSection, load_clean_section
-from argent.cleaning.run import CleanJob, run
-from argent.cleaning.scorers import SCORER_SPECS, ScorerUnavailable
+from argent.cleaning.scorer_base import SCORER_SPECS, ScorerUnavailable
 from argent.config import ConfigError
 from argent.data.policy import BadDataError
 
@@ -50,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    from argent.cleaning.run import CleanJob, run  # torch and polars: after the parse, so --help is instant
+
     try:
         section = load_clean_section(args.config, args.overrides)
         dataset = args.dataset or section.dataset_of(args.csv)

@@ -21,6 +21,8 @@ from argent.io import ArgentError
 DEFAULT_BATCH = 64
 SIM_CHUNK = 1024  # rows per similarity block: bounds memory at SIM_CHUNK × M floats
 EMBED_CHUNK = 4096  # items per embedding call (the scorer batches inside)
+# The forms of a scorer spec (``scorers.make_scorer``); here, torch-free, for ``argent clean --help``.
+SCORER_SPECS = "text | checkpoint:<run dir> | open_clip:<arch>:<checkpoint file> | hf:<model folder>"
 
 
 class ScorerUnavailable(ArgentError, RuntimeError):

@@ -13,10 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from argent.cleaning.image_scorers import CheckpointScorer, HFDualEncoderScorer, HFITMVerifier, OpenClipScorer
-from argent.cleaning.scorer_base import DEFAULT_BATCH, Scorer, ScorerUnavailable, Verifier
+from argent.cleaning.scorer_base import DEFAULT_BATCH, SCORER_SPECS, Scorer, ScorerUnavailable, Verifier
 from argent.cleaning.text_scorer import TextScorer, captions_by_image
-
-SCORER_SPECS = "text | checkpoint:<run dir> | open_clip:<arch>:<checkpoint file> | hf:<model folder>"
 
 
 def make_scorer(

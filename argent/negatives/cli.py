@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 
 from argent.config import ConfigError
-from argent.negatives.config import MiningConfig, load_negatives_section
-from argent.negatives.io import FORMATS
-from argent.negatives.run import MineJob, run
+from argent.negatives.config import FORMATS, MiningConfig, load_negatives_section
 from argent.wordnet import WordNetNotFound
 
 
@@ -41,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from argent.negatives.run import MineJob, run  # torch and polars: after the parse, so --help is instant
+
     try:
         config = load_negatives_section(args.config, args.overrides)
         if args.nltk_data:

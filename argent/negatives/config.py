@@ -17,6 +17,7 @@ from argent.workflow_config import load_config
 MODES = ("concrete", "abstract", "random")
 OPERATORS = ("replace_noun", "replace_att", "swap_noun", "swap_att")
 SLOT_POS = ("noun", "adj")
+FORMATS = ("auto", "grounded", "hierarcaps", "table")  # caption sources (argent.negatives.io reads them)
 
 
 @dataclass

@@ -22,8 +22,7 @@ from argent.data.formats.grounded import iter_captions
 from argent.data.formats.hierarcaps import read_hierarcaps
 from argent.data.policy import BadDataPolicy
 from argent.io import atomic_output
-
-FORMATS = ("auto", "grounded", "hierarcaps", "table")
+from argent.negatives.config import FORMATS
 
 
 def detect_format(source: str) -> str:

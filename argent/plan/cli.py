@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError
 from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
-from argent.plan.groups import build_plan, left_out_lines
+from argent.plan.groups import Plan, build_plan, left_out_lines
 from argent.workflow_config import load_config
 
 
@@ -28,14 +27,22 @@ def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_defa
 
 def run(cfg: dict[str, Any], base_dir: Path, out: Any = None) -> str:
     out = out or sys.stdout
-    plan = build_plan(cfg, base_dir)
+    plan = build_plan(cfg, base_dir, without_data=True)  # a cost needs no data; the DAG build still refuses
     costs = group_costs(cfg, plan, base_dir)
     for line in left_out_lines(plan):
         print(line, file=out)
+    if plan.unseen:
+        print(unseen_line(plan), file=out)
     print(table(costs), file=out)
     line = summary_line(costs, plan)
     print(line, file=out)
     return line
+
+
+def unseen_line(plan: Plan) -> str:
+    """One line naming the data a planned group needs and this machine does not have."""
+    absent = "; ".join(f"groups.{group}: {why}" for group, why in plan.unseen)
+    return f"argent plan: costed as if present, data not seen here (the workflow stops without it): {absent}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{s}: {v['step_seconds']:.4g} s/step at batch {v['batch_size']} on {v['device']} ({v['jobs']} jobs)"
             for s, v in record["sizes"].items()) + f"; machine {record['machine']}")
         return 0
-    if args.config is None:
-        raise ConfigError("argent plan: --config FILE is required (or --record-from RESULTS)")
+    if args.config is None:  # a usage error, as argparse gives one: the verb's name once, the usage, exit 2
+        p.error("--config FILE is required (or --record-from RESULTS)")
     cfg = merged_config(args.config, args.overrides, args.base_dir, not args.no_default)
     run(cfg, args.base_dir)
     return 0

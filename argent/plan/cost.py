@@ -215,7 +215,27 @@ def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir:
         ref = entry.batch_size
         note = f", scaled from batch {ref}" if ref != batch else ""
         return StepTime(entry.step_seconds * batch / ref, f"measured on {record.machine} ({entry.device}){note}: {path}")
-    return StepTime(None, "unknown: set cost.step_seconds." + size + " or record one (argent plan --record-from)")
+    return StepTime(None, f"unknown: set cost.step_seconds.{size} or record one (argent plan --record-from)"
+                          f"{_nearby_record(cfg, base_dir, path, size, device)}")
+
+
+def _nearby_record(cfg: dict[str, Any], base_dir: Path, own: Path, size: str, device: str) -> str:
+    """A record of another results folder beside this config's (another config's, e.g. results/quick for
+    results/) that measured ``size`` on this device kind, named with the ``--set`` that reads it. Offered,
+    not used: that config's model or data at this size may differ, and a step time is never guessed."""
+    results = base_dir / setting(cfg, "results")
+    found = [results.parent / RECORD, *sorted(results.parent.glob(f"*/{RECORD}")), *sorted(results.glob(f"*/{RECORD}"))]
+    for path in dict.fromkeys(p for p in found if p.resolve() != own.resolve()):
+        try:
+            data = json.loads(path.read_text())
+            record = from_dict(StepRecord, data) if isinstance(data, dict) else StepRecord()
+        except (OSError, ValueError):  # unreadable or malformed (ConfigError is a ValueError): not offered
+            continue
+        entry = record.sizes.get(size)
+        if entry and entry.device.split(":")[0] == device.split(":")[0]:
+            shown = path.relative_to(base_dir) if path.is_relative_to(base_dir) else path
+            return f"; {shown} has {size} on {entry.device} ({record.machine}): --set cost.step_times={shown}"
+    return ""
 
 
 def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey], gpus: int, cost: CostSection,

@@ -271,6 +271,7 @@ class Plan:
     configs: dict[str, dict[str, Any]]               # group -> its merged config
     home: dict[RunKey, RunKey]                       # listed run -> the run that trains it
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    unseen: list[tuple[str, str]] = field(default_factory=list)  # planned without its data (``without_data``)
 
     @property
     def trained(self) -> list[RunKey]:
@@ -286,9 +287,12 @@ class Plan:
 
 
 def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
-               result_hash: Callable[[dict[str, Any], RunKey], str] | None = None) -> Plan:
+               result_hash: Callable[[dict[str, Any], RunKey], str] | None = None, *,
+               without_data: bool = False) -> Plan:
     """Resolve the groups. ``result_hash(group_config, key)`` hashes a run's training config
-    (default: the resolved ``ExperimentConfig``); equal hashes let a group borrow a run."""
+    (default: the resolved ``ExperimentConfig``); equal hashes let a group borrow a run.
+    ``without_data``: a required group whose data is absent here is planned as if it were there, and
+    named in ``plan.unseen`` (``argent plan`` costs a config on a machine without its data)."""
     groups = parse_groups(cfg)
     hash_of = result_hash or (lambda gcfg, key: run_identity(gcfg, key, base_dir))
     plan = Plan(groups, {}, {})
@@ -297,7 +301,12 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             plan.left_out.append((group.name, f"groups.{group.name}.enabled is false"))
             continue
         gcfg = group_config(cfg, group)
-        reason = _cannot_run(gcfg, group, base_dir)
+        reason = _cannot_run(gcfg, group)
+        absent = "" if reason else _absent_data(gcfg, group, base_dir)
+        if absent and without_data and not group.optional:
+            plan.unseen.append((group.name, absent))  # planned as if it were there: a cost needs no data
+        else:
+            reason = reason or absent
         if reason:
             if not group.optional:
                 raise ConfigError(f"groups.{group.name}: {reason}; fix it, or mark the group `optional: true` "
@@ -380,10 +389,14 @@ def _depth(groups: dict[str, Group], group: Group) -> int:
     return depth
 
 
-def _cannot_run(gcfg: dict[str, Any], group: Group, base_dir: Path) -> str:
+def _cannot_run(gcfg: dict[str, Any], group: Group) -> str:
     if TUNED_VARIANT in group.variants:
         if not setting(gcfg, "tune", "enabled") or not setting(gcfg, "tune", "train_best"):
             return (f"lists {TUNED_VARIANT}, which the study trains, but tune.enabled/tune.train_best is off")
+    return ""
+
+
+def _absent_data(gcfg: dict[str, Any], group: Group, base_dir: Path) -> str:
     needs = [v for v in group.variants if uses_negatives(gcfg, v, base_dir)]
     if needs and not negatives_available(gcfg, base_dir):
         zip_path = setting(gcfg, "negatives", "wordnet_zip")

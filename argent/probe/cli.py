@@ -13,9 +13,7 @@ from argent.data.policy import BadDataError
 from argent.data.taxonomy import TaxonomyError
 from argent.limits import threads
 from argent.probe.config import ProbeOptions, load_probe_section
-from argent.probe.figure import plot_exposure
 from argent.probe.protocol import SPLITS
-from argent.probe.run import ProbeJob, run
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,6 +49,8 @@ def _say(line: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.figure:
+        from argent.probe.figure import plot_exposure  # matplotlib, scipy: after the parse, so --help is instant
+
         try:
             out = plot_exposure(args.figure, args.out, split=args.split, metric=args.metric)
         except (OSError, ValueError, KeyError) as err:
@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.run is None:
         print("argent probe: --run is required (or --figure JSON... --out PNG)", file=sys.stderr)
         return 2
+    from argent.probe.run import ProbeJob, run  # torch, sklearn: after the parse
+
     try:
         section = load_probe_section(args.config, args.overrides)
         job = ProbeJob(run_dir=args.run, out=args.out, config=section, taxonomy=args.taxonomy, names=args.names,

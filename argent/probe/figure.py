@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from argent.colours import line_styles
 from argent.io import atomic_output
 from argent.probe.config import ABLATIONS
 from argent.probe.metrics import mean_ci
@@ -20,6 +21,17 @@ def _family_label(result: Mapping[str, Any], sizes: set[str]) -> str:
     model = result.get("model", {})
     family = model.get("family") or model.get("geometry", "model")
     return f"{family}-{model['size']}" if len(sizes) > 1 and model.get("size") else family
+
+
+def _colour_families(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """{line label: the catalogue family whose colour it takes (argent/colours.py)}; a result of an
+    older probe, without ``catalogue_family``, takes its variant's."""
+    sizes = {r.get("model", {}).get("size") for r in results} - {None}
+    out = {}
+    for result in results:
+        model = result.get("model", {})
+        out[_family_label(result, sizes)] = model.get("catalogue_family") or model.get("family") or "model"
+    return out
 
 
 def exposure_points(
@@ -70,6 +82,7 @@ def plot_exposure(
     points = exposure_points(results, split, metric)
     baseline_metric = "category_mean_always_no" if metric.startswith("category_mean") else "always_no"
     baseline = exposure_points(results, split, baseline_metric)
+    styles = line_styles({label: family for label, family in _colour_families(results).items() if label in points})
     fig, axes = plt.subplots(1, len(ABLATIONS), figsize=(5.5 * len(ABLATIONS), 4), sharey=True, squeeze=False)
     for ax, kind in zip(axes[0], ABLATIONS):
         for rank, (family, kinds) in enumerate(sorted(points.items())):
@@ -80,7 +93,7 @@ def plot_exposure(
             ys = [curve[x]["mean"] for x in xs]
             err = [curve[x]["ci95"] or 0.0 for x in xs]
             shift = 0.8 * (rank - (len(points) - 1) / 2)  # side by side, so the error bars stay readable
-            ax.errorbar([x + shift for x in xs], ys, yerr=err, marker="o", capsize=3, label=family)
+            ax.errorbar([x + shift for x in xs], ys, yerr=err, marker="o", capsize=3, label=family, **styles[family])
         base = {}
         for kinds in baseline.values():
             for x, v in kinds.get(kind, {}).items():

@@ -15,6 +15,11 @@ The test is ``difference`` (two-sided H0: Δ = 0; reproduced / contradicted by t
 ``equivalence`` (TOST, H0: |Δ| ≥ δ; equivalent), as ``claims_spec.kind_of_test`` decides. A pair
 of runs is tested once per metric: two claims resolving to the same two trained runs (a borrowed
 run is its lender's) on the same metric stop the build, naming both.
+
+A row is decided on its test alone. Where a compared variant's own per-seed values show one seed far
+from the others (``far_seed``), the row is flagged (column ``far_seed_flag`` and a note): its
+interval assumes roughly normal seeds, and a bad-seed mode makes the tail anti-conservative
+(docs/statistics.md: refusing such rows does not restore the size, and costs power).
 """
 
 from __future__ import annotations
@@ -36,9 +41,12 @@ from argent.tables.claims_spec import (
 )
 from argent.tables.collect import values_by_seed
 from argent.tables.inference import (
+    FAR_SEED_LEVEL,
+    SATTERTHWAITE_BELOW,
     Estimate,
     crossed_estimate,
     far_seed,
+    item_noise,
     safeguard_effect,
     seed_estimate,
     seeds_for_power,
@@ -58,6 +66,24 @@ ItemIndex = dict[tuple[str, str, str, int, str, str], dict[str, float]]
 DomainCheck = Callable[[str, str, str], str]
 
 
+def header_sentences(alpha: float) -> dict[str, str]:
+    """The claims.md header's statements on error control and variance (claims_report.py), read from
+    the constants they state, each with the condition it holds under (docs/statistics.md)."""
+    return {
+        "primary_error": f"the chance of one or more false primary verdicts is at most {alpha:.0%} when each row's "
+                         "seed effects are roughly normal (Holm holds whatever the dependence between rows, given "
+                         "valid rows); a bad-seed mode, one seed in a few far off, breaks it",
+        "variance": "the seeds' term is never truncated and keeps the seeds' K − 1 df unless it is under "
+                    f"{SATTERTHWAITE_BELOW:.0%} of the variance, then Satterthwaite's df; the false-positive rate at "
+                    "the Holm levels holds in simulation for normal seed effects, not for a bad-seed mode "
+                    "(docs/statistics.md)",
+        "far_seed": "A row where A's or B's own seeds show one seed far from the others (leave-one-out t, a tie "
+                    f"judged against the items' noise, Bonferroni over both variants' seeds at {FAR_SEED_LEVEL:g}) is "
+                    "flagged (far_seed_flag) and decided on its test as every row is: refusing it would not restore "
+                    "the size, since the samples that mislead hold no bad seed.",
+    }
+
+
 def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
     return {"id": claim.id, "source": claim.source, "claim": claim.statement, "role": cm.role, "size": size,
             "variant_a": claim.a, "variant_b": claim.b, "expect": f"A {cm.expect}",
@@ -67,7 +93,7 @@ def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
             "expected_sign": None, "family": "", "test": "", "margin": None, "a_mean": None, "b_mean": None,
             "diff_mean": None, "ci95": None, "ci_low": None, "ci_high": None, "variance": "", "n": 0,
             "n_items": None, "df": None, "n_configured": 0, "partial": False, "seeds": "", "p": None,
-            "p_adjusted": None, "seed_sd": None, "far_seed": None, "planning_effect": None, "seeds_for_power": None,
+            "p_adjusted": None, "seed_sd": None, "far_seed_flag": None, "planning_effect": None, "seeds_for_power": None,
             "seeds_for_delta": None, "cpu_h_for_power": None, "verdict": "",
             "note": "; ".join(filter(None, [claim.note, cm.basis and f"direction from the text: {cm.basis}"]))}
 
@@ -88,10 +114,10 @@ def first_seed(plan: Plan, size: str) -> int:
     return min((k.seed for k in plan.home if k.size == size), default=0)
 
 
-def _item_matrix(items: ItemIndex, plan: Plan, claim: Claim, spec: MetricSpec, size: str,
-                 seeds: list[int]) -> tuple[np.ndarray, int] | None:
-    """The seeds × items matrix of A − B over the item ids every paired seed has on both sides,
-    and how many ids were left out; None when a run wrote no item vector for the metric."""
+def _item_tables(items: ItemIndex, plan: Plan, claim: Claim, spec: MetricSpec, size: str,
+                 seeds: list[int]) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The seeds × items tables of A's and of B's item scores over the item ids every paired seed has
+    on both sides, and how many ids were left out; None when a run wrote no item vector for the metric."""
     vectors = []
     for seed in seeds:
         pair = []
@@ -106,19 +132,42 @@ def _item_matrix(items: ItemIndex, plan: Plan, claim: Claim, spec: MetricSpec, s
     ids = sorted(set.intersection(*(set(v) for pair in vectors for v in pair)))
     if len(ids) < 2:
         return None
-    matrix = np.array([[a[i] - b[i] for i in ids] for a, b in vectors], dtype=float)
-    return matrix, len(all_ids) - len(ids)
+    a_table, b_table = (np.array([[pair[side][i] for i in ids] for pair in vectors], dtype=float) for side in (0, 1))
+    return a_table, b_table, len(all_ids) - len(ids)
 
 
 def _estimate(claim: Claim, spec: MetricSpec, size: str, diffs: dict[int, float], items: ItemIndex,
-              plan: Plan, row: dict[str, Any]) -> Estimate:
-    found = _item_matrix(items, plan, claim, spec, size, sorted(diffs)) if len(diffs) >= 2 else None
+              plan: Plan, row: dict[str, Any]) -> tuple[Estimate, tuple[float, float]]:
+    """The row's estimate and the item noise of A's and of B's own seeds (0 without item vectors)."""
+    found = _item_tables(items, plan, claim, spec, size, sorted(diffs)) if len(diffs) >= 2 else None
     if found is None:
-        return seed_estimate(list(diffs.values()))
-    matrix, left_out = found
+        return seed_estimate(list(diffs.values())), (0.0, 0.0)
+    a_table, b_table, left_out = found
     if left_out:
         _add_note(row, f"{left_out} test items not present in every paired run were left out")
-    return crossed_estimate(matrix)
+    return crossed_estimate(a_table - b_table), (item_noise(a_table), item_noise(b_table))
+
+
+def far_seed_flag(values: dict[str, dict[int, float]], noise: dict[str, float],
+                  level: float = FAR_SEED_LEVEL) -> tuple[str, str] | None:
+    """(flag, note) when one variant's own per-seed values show a seed far from its other seeds, else None.
+
+    ``values``: variant -> {seed: value} over the paired seeds; ``noise``: variant -> its item noise
+    (``item_noise``, 0 without item vectors). Bonferroni over every seed of every variant, so rows
+    with normal seeds are flagged at most ``level`` of the time."""
+    found = []
+    for variant, by_seed in values.items():
+        seeds = sorted(by_seed)
+        far = far_seed([by_seed[k] for k in seeds], level / len(values), noise[variant])
+        if far is not None:
+            found.append((variant, seeds[far[0]], far[1] * len(values)))
+    if not found:
+        return None
+    flag = "; ".join(f"{variant} seed {seed}" for variant, seed, _ in found)
+    note = "; ".join(f"{variant}'s seed {seed} is far from its other seeds (leave-one-out p·2K = {p:.1e})"
+                     for variant, seed, p in found)
+    return flag, (f"{note}: the interval assumes roughly normal seed effects, and a bad-seed mode makes its "
+                  "tail anti-conservative (docs/statistics.md); the row is decided on its test as every row is")
 
 
 def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size: str, long: pl.DataFrame,
@@ -159,7 +208,7 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         why = f"{spec.key} is not defined for {' and '.join(undefined)}" if undefined else "no seed has both values"
         row.update(verdict="n/a", family="", note=why)
         return row
-    est = _estimate(claim, spec, size, diffs, items, plan, row)
+    est, noise = _estimate(claim, spec, size, diffs, items, plan, row)
     scale = spec.scale
     row.update(a_mean=float(np.mean([a[k] for k in diffs])) * scale, b_mean=float(np.mean([b[k] for k in diffs])) * scale,
                diff_mean=est.mean * scale, n_items=est.n_items, df=est.df,
@@ -180,18 +229,17 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         _add_note(row, "n=1: no CI, no test, no verdict")
         return row
     row["p"] = est.p_equivalence(margin.delta / scale) if kind == "equivalence" else est.p_difference()
-    far = far_seed(est.seed_diffs)
-    if far is not None:
-        seed = sorted(diffs)[far[0]]
-        row["far_seed"] = seed
-        _add_note(row, f"seed {seed}'s difference is far from the other seeds' (leave-one-out p·K = {far[1]:.1e}): "
-                       f"a t interval on {est.n_seeds} seeds is not valid in the tail, so the row is not decided")
+    flagged = far_seed_flag({claim.a: {k: a[k] for k in diffs}, claim.b: {k: b[k] for k in diffs}},
+                            {claim.a: noise[0], claim.b: noise[1]})
+    if flagged is not None:
+        row["far_seed_flag"] = flagged[0]
+        _add_note(row, flagged[1])
     row["_estimate"], row["_scale"] = est, scale   # for the power analysis, dropped by decide()
     return row
 
 
 def _verdict(row: dict[str, Any], alpha: float) -> str:
-    if row["p_adjusted"] is None or row["p_adjusted"] > alpha or row["far_seed"] is not None:
+    if row["p_adjusted"] is None or row["p_adjusted"] > alpha:
         return "inconclusive"
     if row["test"] == "equivalence":
         return "equivalent"
@@ -202,7 +250,8 @@ def decide(rows: list[dict[str, Any]], claims: ClaimsSpec) -> list[dict[str, Any
     """Holm over the primary rows, BH over the exploratory rows, verdicts, and the primary rows'
     power analysis under the Holm/Bonferroni bound: the paired seeds that reach 80 % power at the
     planning effect (directional rows: the safeguard effect, the lower end of the pilot's 60 % CI
-    of |Δ|; equivalence rows: δ), and at δ for every row (the sensitivity column)."""
+    of |Δ|; equivalence rows: δ), and at δ for every row (the sensitivity column). No tested row is
+    refused, so that power is the chance of a decision."""
     for family, adjust in ((PRIMARY, holm), (EXPLORATORY, benjamini_hochberg)):
         members = [r for r in rows if r["family"] == family and r["p"] is not None]
         for r, p_adj in zip(members, adjust([r["p"] for r in members])):

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from argent.tables.claims import EXPLORATORY, OUT_OF_DOMAIN, POWER_TARGET, PRIMARY, SAFEGUARD_CONFIDENCE
+from argent.tables.claims import (
+    EXPLORATORY,
+    OUT_OF_DOMAIN,
+    POWER_TARGET,
+    PRIMARY,
+    SAFEGUARD_CONFIDENCE,
+    header_sentences,
+)
 from argent.tables.claims_spec import ClaimsSpec
 from argent.tables.paper import PARTIAL_MARK
 
@@ -50,12 +57,13 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
     primary = [r for r in rows if r["family"] == PRIMARY]
     tested_primary = sum(1 for r in primary if r["p"] is not None)
     decided_explor = sum(1 for r in rows if r["family"] == EXPLORATORY and r["verdict"] not in ("inconclusive", ""))
+    said = header_sentences(alpha)
     lines = [
         "# Claims of the papers, tested with paired seeds", "",
         f"**Setting.** {setting} A verdict is about this setting, not about the papers' scale and data.", "",
         f"**Families.** *Primary*: the one row per claim (and size) declared in config/claims.yaml before the run, "
         f"on data the models were trained for; {tested_primary} tested here, verdicts at Holm family-wise "
-        f"α = {alpha:g}: the chance of one or more false primary verdicts is at most {alpha:.0%}. "
+        f"α = {alpha:g}: {said['primary_error']}. "
         f"*Exploratory*: every other in-domain row; verdicts at Benjamini–Hochberg FDR {alpha:g} (q ≤ {alpha:g}): "
         f"on average at most {alpha:.0%} of the {decided_explor} decided exploratory rows are false. "
         f"*Out of domain*: a benchmark on real photographs under models trained on synthetic scenes: the "
@@ -68,12 +76,10 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
         "**inconclusive**: not rejected at the family's level, or n < 2. p: raw; adj. p: Holm-adjusted p "
         "(primary) or BH q (exploratory).", "",
         "**Variance.** *seeds+items*: the interval covers training seeds and test items (crossed random effects; "
-        "the seeds' term is never truncated and keeps the seeds' K − 1 df unless it is under 5 % of the variance, "
-        "then Satterthwaite's df, valid at the Holm levels in simulation: docs/statistics.md), so it speaks about "
+        f"{said['variance']}), so it speaks about "
         "new seeds and new test items alike (PEP AUC: new test images against this fixed negative pool); *seeds*: "
         "training seeds only, on this fixed test set (a metric that is no mean over items: AP, Kendall τ). "
-        "A row with one seed far from the others (leave-one-out t, Bonferroni over seeds) is not decided: a t "
-        "interval on a few seeds is not valid in the tail then. "
+        f"{said['far_seed']} "
         f"Intervals are {1 - alpha:.0%} and unadjusted. {PARTIAL_MARK} = fewer paired seeds than configured. "
         "Published Δ: the source's S-size numbers, other data and budget — compare directions, not digits. "
         "↓ = lower is better.", "",

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from argent.cli import EXPECTED_EXIT
-from argent.tables.run import TablesOptions, run
 from argent.workflow_config import load_config
 
 
@@ -23,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="override a config key, e.g. --set tables.main.group=main (repeatable)")
     p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     args = p.parse_args(argv)
+    from argent.tables.run import TablesOptions, run  # polars, scipy, torch: after the parse, so --help is instant
+
     # a missing file or a typo: one message; merged over config/config.yaml as Snakemake does
     cfg = load_config(args.config, args.overrides, merge_default=not args.no_default).raw
     opts = TablesOptions(cfg, args.results, args.out, args.figures, args.curves, args.claims)

@@ -27,8 +27,8 @@ _MIRROR, _TAGS = "argent.tracking.mirror", "argent.tracking.tags"
 _EXPORTS = {
     **dict.fromkeys(["RUN_RECORD", "log_evaluation", "log_pretrained", "log_results", "log_tables_run",
                      "mirror_training", "open_run", "resend", "workflow_hash"], _MIRROR),
-    **dict.fromkeys(["EVAL_PREFIX", "catalogue_tags", "git_commit", "metric_key", "result_tags", "run_tags",
-                     "variant_tags"], _TAGS),
+    **dict.fromkeys(["EVAL_PREFIX", "EXPERIMENT_KIND", "catalogue_tags", "git_commit", "metric_key", "result_tags",
+                     "run_tags", "variant_tags"], _TAGS),
     "Tracker": "argent.tracking.tracker",
 }
 __all__ = sorted(_EXPORTS)

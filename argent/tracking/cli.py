@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from argent.layout import eval_dir_of
-from argent.tracking.mirror import resend
 
 __all__ = ["main"]
 
@@ -16,6 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", type=Path, required=True, nargs="+", help="run folder(s)")
     parser.add_argument("--uri", default=None, help="tracking URI (default: the run's config, else sqlite under results/)")
     args = parser.parse_args(argv)
+    from argent.tracking.mirror import resend  # torch (the run folder's reader): after the parse
+
     ok = True
     for run_dir in args.run:
         sent = resend(run_dir, args.uri)

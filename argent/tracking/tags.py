@@ -13,12 +13,15 @@ from typing import Any
 
 from argent.config import ConfigError, load_yaml
 
-__all__ = ["EVAL_PREFIX", "KEEP_TAGS", "catalogue_tags", "git_commit", "metric_key", "result_tags", "run_tags",
-           "variant_tags"]
+__all__ = ["EVAL_PREFIX", "EXPERIMENT_KIND", "KEEP_TAGS", "catalogue_tags", "git_commit", "metric_key", "result_tags",
+           "run_tags", "variant_tags"]
 
 log = logging.getLogger("argent.tracking")
 
 EVAL_PREFIX = "eval"
+# MLflow 3 opens an experiment without this tag on its GenAI overview (traces); this kind, the one its UI
+# names CUSTOM_MODEL_DEVELOPMENT, opens it on the runs table, where training runs are compared.
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 KEEP_TAGS = ("git_commit",)  # set when a run is created, never overwritten
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from argent.io import atomic_write_json, exclusive_lock, flatten
-from argent.tracking.tags import EVAL_PREFIX, KEEP_TAGS, metric_key, result_tags
+from argent.tracking.tags import EVAL_PREFIX, EXPERIMENT_KIND, KEEP_TAGS, metric_key, result_tags
 
 __all__ = ["Tracker"]
 
@@ -97,14 +97,17 @@ class Tracker:
 
         exp = self._client.get_experiment_by_name(name)
         if exp is not None:
+            for key, value in EXPERIMENT_KIND.items():  # a store made before the kind; a kind set by hand stays
+                if key not in exp.tags:
+                    self._client.set_experiment_tag(exp.experiment_id, key, value)
             return exp.experiment_id
         # Artifacts of a SQLite store live beside it (results/mlartifacts), not in the cwd's ./mlruns.
         location = None
         if uri.startswith("sqlite:///"):
             location = (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts" / name).resolve().as_uri()
         try:
-            return self._client.create_experiment(name, artifact_location=location)
-        except MlflowException:  # another job created it a moment ago
+            return self._client.create_experiment(name, artifact_location=location, tags=EXPERIMENT_KIND)
+        except MlflowException:  # another job created it a moment ago (with the kind)
             exp = self._client.get_experiment_by_name(name)
             if exp is None:
                 raise

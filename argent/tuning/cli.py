@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from argent.limits import threads
-from argent.tuning.run import TuneRequest, run
 
 __all__ = ["main"]
 
@@ -35,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from argent.tuning.run import TuneRequest, run  # torch and optuna: after the parse, so --help is instant
+
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     mode = "export" if args.export_only else "trials" if args.no_export else "all"
     return run(TuneRequest(config=args.config, sets=args.sets, study=args.study, out=args.out, mode=mode,

@@ -77,7 +77,7 @@ def test_a_set_override_and_no_default(tmp_path, monkeypatch):
 # image cache, box area at 64 px) must not leak into a paper-scale run.
 PAPER_RECIPE = {"data.augment": True, "data.format": "grounded", "data.min_box_area": 1024, "data.image_cache": "",
                 "data.batching.mode": "stream", "train.batch_size": 768, "train.precision": "bf16",
-                "optim.lr": 5.0e-4, "optim.warmup_steps": 4000, "optim.weight_decay": 0.2}
+                "optim.lr": 5.0e-4, "optim.warmup_steps": 4000, "optim.weight_decay": 0.2, "optim.schedule": "cosine"}
 PAPER_STEPS = {"main": 500000, "ablations": 40000, "ablations_scale": 40000, "negatives": 40000, "tuning": 40000}
 
 
@@ -91,6 +91,7 @@ def test_paper_yaml_resolves_to_the_published_recipe_in_every_group(monkeypatch,
     for key in plan.trained:
         exp = experiment_from_dict(plan.configs[key.group], base_variant(cfg, key.variant), key.size, key.seed,
                                    base_dir=ROOT)
+        assert key.seed == 0, f"{key.group}/{key.variant}: seed {key.seed}; the papers report one run per cell"
         for dotted, expected in {**PAPER_RECIPE, "train.steps": PAPER_STEPS[key.group]}.items():
             value = exp
             for part in dotted.split("."):

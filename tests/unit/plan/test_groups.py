@@ -109,8 +109,8 @@ def test_plan_verb_on_the_shipped_default(capsys, tmp_path):
     base = ["plan", "--config", "config/config.yaml", "--base-dir", str(ROOT)]
     assert argent_main([*base, "--set", f"negatives.wordnet_zip={wordnet}"]) == 0
     out = capsys.readouterr().out
-    # 42 training jobs, as before groups: main 12, ablations 18 (9 borrowed from main), negatives 9, tuning 3
-    assert "argent plan: 42 training runs (9 borrowed, not retrained) in 4 groups" in out
+    # 62 training jobs: main 32 (4 variants x 8 seeds), ablations 18 (9 borrowed from main), negatives 9, tuning 3
+    assert "argent plan: 62 training runs (9 borrowed, not retrained) in 4 groups" in out
     assert argent_main([*base, "--set", f"negatives.wordnet_zip={tmp_path / 'absent.zip'}"]) == 0
     out = capsys.readouterr().out
-    assert "argent: group negatives left out: argent_negs_random" in out and "33 training runs" in out
+    assert "argent: group negatives left out: argent_negs_random" in out and "53 training runs" in out

@@ -219,13 +219,13 @@ def test_pretrained_models_are_rows_of_the_main_table_and_in_no_claim(table, tmp
     assert not table.filter(pl.col("variant_a").str.contains("pretrained") | pl.col("variant_b").str.contains("pretrained")).height
 
 
-def test_a_row_with_a_far_seed_keeps_its_p_in_holm_but_is_not_decided():
+def test_a_flagged_row_keeps_its_p_in_holm_and_is_decided():
     from argent.tables.claims import decide
     from argent.tables.claims_spec import ClaimsSpec
 
-    def row(far):
+    def row(flag):
         return {"family": "primary", "p": 1e-6, "p_adjusted": None, "verdict": "", "test": "difference",
-                "diff_mean": 5.0, "expected_sign": 1, "far_seed": far, "margin": 1.0, "note": ""}
-    rows = decide([row(None), row(0)], ClaimsSpec([], {}, {}, 0.05))
+                "diff_mean": 5.0, "expected_sign": 1, "far_seed_flag": flag, "margin": 1.0, "note": ""}
+    rows = decide([row(None), row("main/clip seed 0")], ClaimsSpec([], {}, {}, 0.05))
     assert [r["p_adjusted"] for r in rows] == pytest.approx([2e-6, 2e-6])     # both in the family (m = 2)
-    assert [r["verdict"] for r in rows] == ["reproduced", "inconclusive"]
+    assert [r["verdict"] for r in rows] == ["reproduced", "reproduced"]       # flagged, not refused

@@ -1,6 +1,7 @@
 """The statistics of the claims table on data with a known answer: Holm and BH against hand-computed
 values, TOST on identical seeds ± noise and on a shifted copy, the coverage of the seeds × items
-interval on simulated data with a known effect, and the power search."""
+interval on simulated data with a known effect, its size at the Holm level on normal seeds and 0/1
+correctness, and the power search. A seed far from the others: tests/unit/tables/test_far_seed.py."""
 
 import math
 
@@ -10,13 +11,10 @@ from scipy import stats as scipy_stats
 from scipy.special import expit
 
 from argent.tables.inference import (
-    FAR_SEED_LEVEL,
     Components,
     Estimate,
     crossed_estimate,
     crossed_variance_and_df,
-    far_seed,
-    far_seed_p,
     mean_squares,
     power,
     safeguard_effect,
@@ -136,6 +134,9 @@ def test_the_seeds_times_items_interval_covers_at_least_95_percent(k, n, sd_seed
 # Holm's first step over 16 primary rows tests at α/16; a row's false-positive rate there must not
 # exceed α/16 by more than 3 Monte Carlo SEs. (b0b3310's estimator, which set the seed component to
 # 0 when MS_s < MS_r and then took Satterthwaite's df: 1.1 % at setting 1, 1.7 % on binary data.)
+# A tested row is decided when its adjusted p is under α and refused nothing else (claims.py), so
+# the size of its p is the size of the decision. Normal seeds only: a bad-seed mixture breaks it
+# (test_far_seed.py).
 
 LEVEL = 0.05 / 16
 
@@ -171,6 +172,11 @@ def test_the_summary_level_simulation_is_the_cell_level_estimator():
     (10, 2400, 0.3, 1.0, 3.0),
     (10, 240, 0.03, 0.5, 1.0),    # items dominate: the Satterthwaite branch
     (7, 240, 0.0, 1.0, 0.3),
+    (3, 5000, 0.01, 0.3, 1.0),    # seeds' share of V ~ 50 % at the largest test set
+    (4, 240, 0.1, 0.5, 1.0),
+    (20, 5000, 0.02, 0.5, 1.0),
+    (20, 240, 0.5, 1.0, 1.0),     # seeds dominate, many seeds
+    (20, 5000, 0.002, 0.5, 1.0),  # items dominate: the Satterthwaite branch at 20 seeds
 ])
 def test_the_size_at_the_holm_level_on_normal_crossed_data(k, n, sd_seed, sd_item, sd_resid):
     reps = 200_000
@@ -184,59 +190,29 @@ def test_the_size_at_the_holm_level_on_normal_crossed_data(k, n, sd_seed, sd_ite
     assert size <= _size_bound(reps), (size, LEVEL)
 
 
-def test_the_size_at_the_holm_level_on_binary_correctness_at_2400_items():
-    # Two models' 0/1 correctness on 2,400 items, three paired seeds, no true difference: item
-    # difficulty shared, a model-specific item effect ±u/2 and seed effects on each side.
-    k, n, reps, chunk = 3, 2400, 4000, 500
-    rng = np.random.default_rng(11)
+def _binary_p_values(k: int, n: int, reps: int, chunk: int, sd_seed: float, seed: int) -> np.ndarray:
+    """p of H0 on two models' 0/1 correctness on n items, k paired seeds, no true difference: item
+    difficulty shared, a model-specific item effect ±u/2 and seed effects on each side."""
+    rng = np.random.default_rng(seed)
     p = []
     for _ in range(reps // chunk):
         difficulty = rng.normal(0, 1.5, (chunk, 1, n))
         own = rng.normal(0, 0.5, (chunk, 1, n))
-        a = rng.random((chunk, k, n)) < expit(1.2 + difficulty + own / 2 + rng.normal(0, 0.3, (chunk, k, 1)))
-        b = rng.random((chunk, k, n)) < expit(1.2 + difficulty - own / 2 + rng.normal(0, 0.3, (chunk, k, 1)))
+        a = rng.random((chunk, k, n)) < expit(1.2 + difficulty + own / 2 + rng.normal(0, sd_seed, (chunk, k, 1)))
+        b = rng.random((chunk, k, n)) < expit(1.2 + difficulty - own / 2 + rng.normal(0, sd_seed, (chunk, k, 1)))
         d = a.astype(np.float32) - b
-        p.append(_p_values(k, n, d.mean(axis=(1, 2)), *mean_squares(d)))
-    size = float((np.concatenate(p) < LEVEL).mean())
+        with np.errstate(divide="ignore", invalid="ignore"):      # a table of zeros: p is NaN, not decided
+            p.append(_p_values(k, n, d.mean(axis=(1, 2)), *mean_squares(d)))
+    return np.concatenate(p)
+
+
+@pytest.mark.parametrize("k, n, reps, chunk, sd_seed, seed", [
+    (3, 2400, 4000, 500, 0.3, 11),
+    (3, 240, 24_000, 4000, 0.05, 13),   # two of three seeds' differences tie on ~9 % of rows
+])
+def test_the_size_at_the_holm_level_on_binary_correctness(k, n, reps, chunk, sd_seed, seed):
+    size = float((_binary_p_values(k, n, reps, chunk, sd_seed, seed) < LEVEL).mean())
     assert size <= _size_bound(reps), (size, LEVEL)
-
-
-def test_a_seed_far_from_the_others_is_named():
-    index, p = far_seed([27.9, 12.0, 12.1, 11.4, 12.8])     # CLIP's seed 0 against its other seeds
-    rest = np.array([12.0, 12.1, 11.4, 12.8])
-    t = (27.9 - rest.mean()) / (rest.std(ddof=1) * math.sqrt(1 + 1 / 4))
-    assert index == 0 and p == pytest.approx(5 * 2 * scipy_stats.t.sf(t, 3)) and p < 0.05
-    assert far_seed([1.0, 2.0, 3.0, 2.5, 1.5]) is None
-    assert far_seed([1.0, 2.0]) is None                                  # K < 3: nothing to compare
-
-
-def test_normal_seeds_are_rarely_called_far():
-    rng = np.random.default_rng(13)
-    draws = rng.normal(0, 1, (20_000, 5))
-    flagged = float((far_seed_p(draws).min(axis=1) < FAR_SEED_LEVEL).mean())
-    assert flagged <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 20_000), flagged
-    assert [far_seed(row) is not None for row in draws[:200]] == list(far_seed_p(draws[:200]).min(axis=1) < 0.05)
-
-
-def test_the_size_at_the_holm_level_with_a_bad_seed_in_the_sample():
-    # CLIP/MERU-like: a seed is bad with probability 1/5 and then moves the difference by 12 points;
-    # H0 is a zero mean over that seed distribution. Among the samples that hold a bad seed, a row
-    # is either refused (far_seed) or decided at a valid size. (A bad mode no seed of the sample
-    # drew cannot be seen in it, by this or any test on these seeds: docs/statistics.md.)
-    k, n, reps = 5, 2400, 30_000
-    rng = np.random.default_rng(17)
-    bad = rng.random((reps, k)) < 0.2
-    bad = bad[bad.any(axis=1)]
-    reps = len(bad)
-    seed_means = 12.0 * bad + rng.normal(0, 1.0, bad.shape) - 0.2 * 12.0 + rng.normal(0, 0.45 / math.sqrt(n), bad.shape)
-    ms_s = n * seed_means.var(axis=1, ddof=1)
-    ms_i = (k * 0.3**2 + 0.45**2) * rng.chisquare(n - 1, reps) / (n - 1)
-    ms_r = 0.45**2 * rng.chisquare((k - 1) * (n - 1), reps) / ((k - 1) * (n - 1))
-    grand = seed_means.mean(axis=1) + rng.normal(0, 0.3 / math.sqrt(n), reps)
-    decided = _p_values(k, n, grand, ms_s, ms_i, ms_r) < LEVEL
-    refused = far_seed_p(seed_means).min(axis=1) < FAR_SEED_LEVEL
-    assert refused.mean() > 0.3                                        # the visible bad seed is named
-    assert float((decided & ~refused).mean()) <= _size_bound(reps)
 
 
 def test_a_seed_only_interval_undercovers_when_items_matter():
