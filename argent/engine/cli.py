@@ -6,15 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-import yaml
-
-from argent.config import ConfigError, check_name
-from argent.engine.trainer import configure_logging, train
 from argent.limits import threads
-from argent.tracking import catalogue_tags
-from argent.typed import strict_yaml
-from argent.workflow_config import load_config
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,6 +33,16 @@ def main(argv: list[str] | None = None) -> int:
     """Expected failures propagate as ``ArgentError``/``OSError``: ``argent``'s one error boundary
     (argent/cli.py) prints them without a traceback and exits 2."""
     args = parser().parse_args(argv)
+    # Heavy imports after parsing: --help and usage errors answer without torch.
+    import torch
+    import yaml
+
+    from argent.config import ConfigError, check_name
+    from argent.engine.trainer import configure_logging, train
+    from argent.tracking import catalogue_tags
+    from argent.typed import strict_yaml
+    from argent.workflow_config import load_config
+
     configure_logging()
     extra = None
     if args.variant_file:

@@ -28,24 +28,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from argent.cli import explain
-from argent.config import ConfigError
-from argent.data.policy import BadDataError
-from argent.data.taxonomy import TaxonomyError
-from argent.evaluation.encoding import reuse_image_embeddings
-from argent.evaluation.runner import evaluate
-from argent.io import atomic_write_json, file_sha256
-from argent.layout import RUNS_DIR, RunFolder, pretrained_eval_dir, run_dir, run_parts
 from argent.limits import threads
-from argent.models.pretrained import PretrainedError, load_pretrained, parse_spec
-from argent.plan.groups import RunKey, build_plan
-from argent.plan.targets import IdentityError, check_stamp
-from argent.runs import load_run
-from argent.tracking import log_evaluation, log_pretrained
-from argent.workflow_config import load_config
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["main"]
 
@@ -63,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--results", type=Path, default=Path("results"),
                    help="with --pretrained and no --out/--out-dir: write to <results>/eval/pretrained/<name>/seed0")
     p.add_argument("--benchmark", required=True, nargs="+", help="name(s) of entries under 'benchmarks:' in --config")
-    p.add_argument("--config", required=True, type=Path, help="workflow config YAML holding the benchmarks section")
+    p.add_argument("--config", required=True, type=Path,
+                   help="workflow config YAML, merged over config/config.yaml as Snakemake merges --configfile")
+    p.add_argument("--no-default", action="store_true", help="read --config alone, not merged over config/config.yaml")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. benchmarks.hs_zeroshot.batch_size=64 (repeatable)")
     out = p.add_mutually_exclusive_group()
@@ -79,6 +69,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Heavy imports after parsing: --help and usage errors answer without torch.
+    import torch
+
+    from argent.cli import explain
+    from argent.config import ConfigError
+    from argent.data.policy import BadDataError
+    from argent.data.taxonomy import TaxonomyError
+    from argent.evaluation.encoding import reuse_image_embeddings
+    from argent.evaluation.runner import evaluate
+    from argent.io import atomic_write_json
+    from argent.models.pretrained import PretrainedError
+    from argent.tracking import log_evaluation, log_pretrained
+    from argent.workflow_config import load_config
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -86,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         print("argent evaluate: --out takes one benchmark; use --out-dir for several", file=sys.stderr)
         return 2
     try:
-        # The file alone, not merged over config/config.yaml (docs/reliability.md §6 says why): a benchmark
-        # entry is used as written; the workflow passes its effective config, merged already.
-        workflow = load_config(args.config, args.overrides, base_dir=args.base_dir, merge_default=False)  # read once
+        # Merged over config/config.yaml as every verb and Snakemake merge (docs/reliability.md §6); the
+        # workflow passes its effective config, merged already, which a second merge leaves as it is.
+        workflow = load_config(args.config, args.overrides, base_dir=args.base_dir,
+                               merge_default=not args.no_default)  # read once
         entries = {name: workflow.benchmark(name) for name in args.benchmark}
         model, head_base, out_dir = _load(args)
         if args.run:  # the JSON is filed under the folder's name: the run must be the one the folder names
@@ -131,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]:
     """(model, the JSON head fields of its source, the output folder) for --run or --pretrained."""
+    from argent.io import file_sha256
+    from argent.layout import pretrained_eval_dir
+    from argent.models.pretrained import load_pretrained, parse_spec
+    from argent.runs import load_run
+
     if args.run:
         if args.arch or args.name:
             raise ValueError("--arch and --name go with --pretrained, not --run")
@@ -162,6 +172,10 @@ def check_attribution(run: Path, head: dict, raw: dict, base_dir: Path) -> None:
     or seed, or, when the folder is the one the config's plan trains that key into, one whose identity
     hash (the checkpoint's, ``head['config_hash']``) is not the plan's (``argent train --name`` can
     give a folder's name to any variant). A folder outside the layout is evaluated as it is."""
+    from argent.layout import RUNS_DIR, RunFolder, run_dir, run_parts
+    from argent.plan.groups import RunKey, build_plan
+    from argent.plan.targets import IdentityError, check_stamp
+
     root = Path(run).resolve()
     if len(root.parents) < 4 or root.parents[2].name != RUNS_DIR or "-" not in root.parent.name:
         return

@@ -23,9 +23,6 @@ except SystemExit as stop:
     code = stop.code
 print(json.dumps({{"code": code, "heavy": sorted(m for m in {HEAVY!r} if m in sys.modules)}}))
 """
-# Their verb modules (argent/engine/cli.py, argent/evaluation/cli.py) import torch at the top; strict, so
-# the day they import it in main() this test says to drop the mark.
-TORCH_AT_TOP = {"train", "evaluate"}
 
 
 def answer(*argv: str) -> dict:
@@ -34,12 +31,7 @@ def answer(*argv: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _verb_case(verb: str):
-    mark = pytest.mark.xfail(strict=True, reason=f"{VERBS[verb][0]} imports torch at module level")
-    return pytest.param(verb, marks=mark) if verb in TORCH_AT_TOP else verb
-
-
-@pytest.mark.parametrize("verb", [_verb_case(v) for v in VERBS])
+@pytest.mark.parametrize("verb", list(VERBS))
 def test_a_verbs_help_loads_no_heavy_package(verb: str) -> None:
     got = answer(verb, "--help")
     assert got == {"code": 0, "heavy": []}

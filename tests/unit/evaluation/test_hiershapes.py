@@ -128,3 +128,15 @@ def test_real_sugarcrepe_slice(tiny_lorentz) -> None:
     assert result["counts"]["n_items"] == 7 * 3
     assert result["counts"]["skipped"]["missing_image"] == 7511 - 1544
     assert {"mean_replace", "mean_swap", "mean_add", "mean"} <= set(result["metrics"])
+
+
+def test_evaluate_reads_a_partial_config_merged_over_the_default(tmp_path, capsys, monkeypatch):
+    # config/quick.yaml has no benchmarks: section; merged over config/config.yaml it has the default's
+    monkeypatch.chdir(Path(__file__).resolve().parents[3])
+    argv = ["--run", str(tmp_path / "no-run"), "--config", "config/quick.yaml", "--benchmark", "hs_zeroshot",
+            "--out-dir", str(tmp_path)]
+    assert evaluate_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no-run" in err and "benchmarks" not in err
+    assert evaluate_main([*argv, "--no-default"]) == 2
+    assert "benchmarks" in capsys.readouterr().err  # the file alone, as before
