@@ -3,6 +3,10 @@
 Validates the whole workflow config (every run's resolved config), every data path of what the
 config enables (training shards, evaluated benchmarks), reads a few records of each data set
 through its real reader, checks the device and the free disk. The workflow runs it as its first job.
+It refuses what a job would refuse (or skip without a word): a device the machine lacks (``train.device``,
+a group's override, ``clean.device``), a CPU run whose memory need exceeds the machine's
+(argent/plan/memory.py, a lower bound), a folder where ``data.train_shards`` wants shard files, and a
+``tune.objective`` metric its validation benchmark does not write (when the study runs).
 
 A benchmark is required unless its entry says ``optional: true``: a missing required one is an
 error naming the key and the path; a missing optional one is one printed line. Paths under the
@@ -12,22 +16,25 @@ results folder or the embedded benchmark's folder are made by the workflow itsel
 from __future__ import annotations
 
 import argparse
+import glob
 import itertools
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError, check_sections, experiment_from_dict
+from argent.config import ConfigError, ExperimentConfig, check_sections, experiment_from_dict
 from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.manifest import manifest_check, mismatch_message
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
 from argent.plan.groups import base_variant, build_plan
+from argent.plan.memory import shortfall, training_memory
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
 from argent.tables.claims_spec import check_claims
-from argent.workflow_config import load_config, setting
+from argent.workflow_config import WorkflowConfig, load_config, setting
 
 SAMPLE_RECORDS = 4
 
@@ -47,16 +54,56 @@ def _sample_shards(pattern: str, fmt: str, min_box_area: int) -> str:
     return f"{len(records)} records read"
 
 
-def _device_problems(devices: set[str]) -> list[str]:
+def _device_problems(devices: dict[str, str]) -> list[str]:
+    """One line per device a job would ask for and not find ({device: the config key that asks})."""
     from argent.runs import require_device  # torch: imported when a device is checked, not for --help
 
     problems = []
-    for device in sorted(devices):
+    for device, key in sorted(devices.items()):
         try:
             require_device(device)
-        except ArgentError as err:
-            problems.append(f"train.device: {err}")
+        except ArgentError as err:  # its fix names --device; here the key is what to change
+            problems.append(f"{key}: {str(err).split(';')[0]}; set {key}: cpu, or run where it is available")
     return problems
+
+
+def _physical_memory() -> float:
+    """This machine's physical memory in bytes (what a CPU training job can use at most)."""
+    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _memory_problem(exp: ExperimentConfig, run: str) -> str | None:
+    """A CPU run whose lower-bound memory need (argent/plan/memory.py) exceeds this machine's memory.
+    GPU runs are left to the job: their memory is the device's, split over its DDP ranks."""
+    if exp.train.device != "cpu":
+        return None
+    parts = training_memory(exp.model, exp.variant, exp.train.batch_size, exp.size)
+    return shortfall(parts, _physical_memory(), run)
+
+
+def _shard_folders(pattern: str) -> list[str]:
+    """Folders that ``data.train_shards`` names or matches: the shard reader keeps files only, so a
+    folder (``data/train/``, or one named ``shard-1.tar`` among the shards) would be skipped silently."""
+    from braceexpand import braceexpand  # the shard reader's own pattern language
+
+    found = []
+    for expanded in braceexpand(pattern):
+        found += [m for m in (glob.glob(expanded) if glob.has_magic(expanded) else [expanded]) if Path(m).is_dir()]
+    return sorted(set(found))
+
+
+def _objective_problems(workflow: WorkflowConfig, base_dir: Path) -> list[str]:
+    """``tune.objective`` as the study reads it before its first trial (each term a metric its
+    validation benchmark writes), when the study runs: a typo passed ``snakemake -n`` and this check."""
+    if not workflow.setting("tune", "enabled"):
+        return []
+    from argent.tuning.objective import validation_benchmarks  # torch: only when a study runs
+
+    try:
+        validation_benchmarks(workflow.tune, workflow.raw, base_dir)
+    except ConfigError as err:
+        return [str(err)]
+    return []
 
 
 def _manifest_finding(key: str, pattern: str, bad_data: str) -> Finding | None:
@@ -84,7 +131,7 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
     prefixes = produced_prefixes(cfg)
     findings: list[Finding] = []
     problems: list[str] = []
-    devices = set()
+    devices: dict[str, str] = {}  # device -> the key that asks for it
     try:
         plan = build_plan(cfg, base_dir)  # the experiment groups; a group that cannot run is an error here
     except ConfigError as err:
@@ -93,10 +140,18 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
     for group, variant, size in dict.fromkeys((k.group, k.variant, k.size) for k in (plan.trained if plan else [])):
         try:
             exp = experiment_from_dict(plan.configs[group], base_variant(cfg, variant), size, 0, base_dir=base_dir)
-            devices.add(exp.train.device)
         except ConfigError as err:
             problems.append(f"run {group}/{variant}-{size}: {err}")
+            continue
+        own = (plan.groups[group].overrides.get("train") or {}).get("device")  # the key to name is the one set
+        devices.setdefault(exp.train.device, f"groups.{group}.overrides.train.device" if own else "train.device")
+        memory = _memory_problem(exp, f"{group}/{variant}-{size}")
+        if memory:
+            problems.append(memory)
+    if setting(cfg, "clean", "datasets"):  # the cleaning jobs run on clean.device
+        devices.setdefault(setting(cfg, "clean", "device"), "clean.device")
     problems += _device_problems(devices)
+    problems += _objective_problems(WorkflowConfig(cfg, "config", base_dir), base_dir)
 
     # the training data of every active experiment group (each may override data:), read once per pattern
     sources = {"data.train_shards": cfg.get("data") or {}}
@@ -107,6 +162,12 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
         if not shards or shards in seen:
             continue
         seen.add(shards)
+        folders = _shard_folders(shards)
+        if folders:
+            what = "is a folder, not a shard file" if len(folders) == 1 else "are folders, not shard files"
+            problems.append(f"{key}: {shards}: {', '.join(folders)} {what} (training would skip it); name the .tar "
+                            f"files, e.g. {folders[0].rstrip('/')}/shard-*.tar")
+            continue
         counted = _manifest_finding(key, shards, data.get("bad_data", "skip"))
         if is_produced(shards, prefixes):
             findings.append(counted or Finding(key, shards, "produced"))

@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 
-from argent.io import ArgentError
+from argent.io import REFUSALS, ArgentError
 
 VERBS: dict[str, tuple[str, str]] = {
     "plan": ("argent.plan.cli", "per experiment group: runs, steps, GPUs and estimated hours, before launch"),
@@ -28,6 +28,7 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 EXPECTED_EXIT = 2  # an expected failure (bad input, damaged file, missing device, full disk): a message, no traceback
+INTERRUPTED_EXIT = 130  # 128 + SIGINT: stopped by the user (argent.engine.preemption uses the same)
 
 
 def _usage() -> str:
@@ -66,13 +67,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         module = importlib.import_module(VERBS[verb][0])
         return int(module.main(rest) or 0)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        # A verb that does not checkpoint on Ctrl-C (train and tune do: argent.engine.preemption) writes
+        # atomically, so stopping it leaves every finished file whole: one line, the shell's status.
+        print(f"argent {verb}: stopped by Ctrl-C (SIGINT); finished outputs are whole, re-run to finish",
+              file=sys.stderr)
+        return INTERRUPTED_EXIT
     except Exception as err:  # noqa: BLE001 - the one error boundary of every verb
         message = explain(err)
         if message is None or debug:
             raise
         print(f"argent {verb}: {message}", file=sys.stderr)
-        print(f"argent {verb}: (add --debug for the traceback)", file=sys.stderr)
-        return int(getattr(err, "exit_code", EXPECTED_EXIT))  # e.g. a preempted run's own status
+        code = int(getattr(err, "exit_code", EXPECTED_EXIT))  # e.g. a preempted run's own status
+        if code == EXPECTED_EXIT:  # a stop (75, 130) is no failure to debug
+            print(f"argent {verb}: (add --debug for the traceback)", file=sys.stderr)
+        return code
 
 
 def explain(err: BaseException) -> str | None:
@@ -86,19 +97,12 @@ def explain(err: BaseException) -> str | None:
         return str(err)  # argent's own "not found" messages name the path and the fix
     if isinstance(err, OSError) and err.errno is not None:
         where = err.filename or "?"
-        if err.errno == errno.ENOSPC:
-            return f"{where}: no space left on the device; free space there (or point results/--out elsewhere) " \
-                   f"and re-run: finished files were not touched"
-        if err.errno == errno.EROFS:
-            return f"{where}: the file system is read-only; write the output to a writable folder"
-        if err.errno in (errno.EACCES, errno.EPERM):
-            return f"{where}: permission denied; make it writable/readable for this user or choose another folder"
+        if err.errno in REFUSALS:  # the file system's refusals: one table (argent.io), whoever wrote
+            return f"{where}: {REFUSALS[err.errno]}"
         if err.errno == errno.ENOENT:
             return f"{where}: no such file or folder; check the path (and the config key that names it)"
         if err.errno in (errno.EISDIR, errno.ENOTDIR):
             return f"{where}: {err.strerror}; check the path"
-        if err.errno == errno.EDQUOT:
-            return f"{where}: disk quota exceeded; free space and re-run"
     return None
 
 

@@ -97,11 +97,27 @@ def job_record_files(records: str | Path, stage: str | None = None) -> list[Path
     return sorted(root.glob(f"{stage}/**/*.tsv" if stage else "*/**/*.tsv"))
 
 
+NOT_MEASURED = ("", "NA", "-")  # what Snakemake writes where it could not measure
+LARGEST = 1e15  # above any job's seconds or megabytes: the cost table's sums stay finite
+
+
 def _number(value: str | None) -> float:
+    """A column's text as a number; NaN for Snakemake's "not measured" and for text that is no number."""
     try:
-        return float(value) if value not in (None, "", "NA", "-") else math.nan
+        return float(value) if value is not None and value.strip() not in NOT_MEASURED else math.nan
     except ValueError:
         return math.nan
+
+
+def _measured(value: str | None, column: str, where: str, fix: str) -> float:
+    """A measured column (``max_rss`` MB, ``cpu_time`` s) as a number >= 0, NaN when not measured;
+    text, a negative, NaN or infinity is a ``JobRecordError`` naming the file, line and column (it was
+    printed in cost.md, or left out of it, without a word)."""
+    number = _number(value)
+    if value is not None and value.strip() not in NOT_MEASURED and not 0 <= number <= LARGEST:  # NaN fails too
+        raise JobRecordError(f"{where}: {column} is {value!r}, expected a number in [0, {LARGEST:g}] (or NA where "
+                             f"Snakemake could not measure it); {fix}")
+    return number
 
 
 def read_job_record(path: str | Path, records: str | Path) -> list[JobRecord]:
@@ -126,12 +142,14 @@ def read_job_record(path: str | Path, records: str | Path) -> list[JobRecord]:
             raise JobRecordError(f"{path}, line {line}: {len(row)} values under a header of {len(head)}; {fix}")
         value = dict(zip(head, row))
         wall = _number(value[WALL])
-        if not math.isfinite(wall) or wall <= 0:
+        if not 0 < wall <= LARGEST:  # NaN (NA) too: a job without its wall time has no cost
             raise JobRecordError(f"{path}: s (the job's wall seconds) is {value[WALL]!r}, expected a number > 0 "
-                                 f"on line {line} (Snakemake writes NA when it could not measure the job); {fix}")
+                                 f"on line {line} (at most {LARGEST:g}; Snakemake writes NA when it could not measure "
+                                 f"the job); {fix}")
         out.append(JobRecord(stage, path.stem, folders[-1] if folders else "", run.variant if run else "",
                              run.size if run else "", run.seed if run else None, wall,
-                             _number(value.get("max_rss")), _number(value.get("cpu_time")), path))
+                             _measured(value.get("max_rss"), "max_rss", f"{path}, line {line}", fix),
+                             _measured(value.get("cpu_time"), "cpu_time", f"{path}, line {line}", fix), path))
     return out
 
 

@@ -21,14 +21,11 @@ current run identity is named with its fix (``argent restamp``).
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import logging
 import os
 import pickle
 import shutil
-import socket
 import time
 import zipfile
 from collections.abc import Iterator
@@ -41,7 +38,7 @@ import yaml
 
 from argent.config import IDENTITY_VERSION, ConfigError, ExperimentConfig, experiment_from_resolved
 from argent.identity import legacy_hash
-from argent.io import ArgentError, atomic_write_json, read_json
+from argent.io import ArgentError, HeldLock, atomic_write_json, describe_holder, read_json
 from argent.layout import CHECKPOINT, CONFIG, SUMMARY, RunFolder
 from argent.models import DualEncoder, build_model
 
@@ -73,52 +70,22 @@ def hold_writer(run: RunFolder, what: str) -> Iterator[None]:
     which holds the holder's pid, host, start time and verb while it is held). A second writer stops
     at once with ``RunFolderBusy`` naming the holder and the folder. The lock goes with the process:
     released on every exit of the body, and by the kernel when the holder dies (a lock file left by
-    a dead process blocks nothing; its text is then stale and ignored)."""
+    a dead process blocks nothing; its text is then stale and ignored). A lock file that is a
+    symbolic or hard link is refused, never followed (argent.io.open_lock_file)."""
     run.root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run.writer_lock, os.O_RDWR | os.O_CREAT, 0o666)
+    lock = HeldLock(run.writer_lock)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise ArgentError(f"{run.writer_lock}: cannot lock the run folder ({err.strerror}); a file "
-                                  f"system without flock? Train into a folder on a local or lock-capable one") from None
-            raise RunFolderBusy(f"{run.root}: another process is writing this run folder ({_holder(fd)}; lock "
-                                f"{run.writer_lock}); stopped before touching it, so the two cannot mix their files. "
-                                f"Let it finish (or stop it), then run again") from None
-        record = (f"pid {os.getpid()}\nhost {socket.gethostname()}\n"
-                  f"since {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\nwhat {what}\n")
-        _rewrite(fd, record)
+        if not lock.try_lock():
+            raise RunFolderBusy(f"{run.root}: another process is writing this run folder "
+                                f"({describe_holder(lock.record())}; lock {run.writer_lock}); stopped before touching "
+                                f"it, so the two cannot mix their files. Let it finish (or stop it), then run again")
+        lock.write_record(what)
         try:
             yield
         finally:
-            _rewrite(fd, "")  # released: the file names no holder
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            lock.release()  # the file names no holder
     finally:
-        os.close(fd)
-
-
-def _rewrite(fd: int, text: str) -> None:
-    """The lock file's text (informative only: the flock is the lock); a full disk does not stop the
-    holder here, its own writes will say so."""
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, text.encode(), 0)
-    except OSError as err:
-        log.warning("cannot record the writer in its lock file (%s); the lock is held all the same", err.strerror)
-
-
-def _holder(fd: int) -> str:
-    """The lock holder as its lock file says: ``argent train, pid 123 on host, since <time>``."""
-    try:
-        fields = dict(line.split(" ", 1) for line in os.pread(fd, 4096, 0).decode(errors="replace").splitlines()
-                      if " " in line)
-    except OSError:
-        fields = {}
-    if "pid" not in fields:
-        return "a process that is just starting (its lock record is not written yet)"
-    return (f"{fields.get('what', 'a writer')}, pid {fields['pid']} on {fields.get('host', '?')}, "
-            f"since {fields.get('since', '?')}")
+        lock.close()
 
 
 # ---- reading ---------------------------------------------------------------------------------

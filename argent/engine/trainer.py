@@ -95,8 +95,8 @@ def train(
     ``batch_hook(step, batch)`` may alter a batch (fault injection in tests); ``on_checkpoint(step,
     model)`` runs on rank 0 after every checkpoint (e.g. a validation score for an Optuna pruner; an
     exception it raises stops training with the checkpoint already saved). ``preemptible``: stop at the next
-    step with a checkpoint on SIGUSR1/SIGTERM and raise ``Preempted`` (module doc); False leaves the
-    signals to the caller (a tuning worker, whose killed trial the next worker retries)."""
+    step with a checkpoint on SIGUSR1/SIGTERM/SIGINT and raise ``Preempted`` (``Interrupted`` for SIGINT;
+    argent/engine/preemption.py); False leaves the signals to the caller."""
     stop = StopRequest()
     if preemptible:
         stop.listen()  # from the start: a signal during start-up still gets one step and its checkpoint
@@ -299,9 +299,8 @@ def _train(
                     save(step)
                 if ctx.world_size > 1:
                     torch.distributed.barrier()  # no rank leaves before rank 0's checkpoint is on disk
-                raise Preempted(f"stopped on {stop.received} at step {step} of {cfg.train.steps}, checkpoint "
-                                f"{files.checkpoint} written; the workflow's retry (or `argent train --resume`) "
-                                f"continues at step {step}")
+                raise stop.stopped(f"stopped on {stop.received} at step {step} of {cfg.train.steps}, checkpoint "
+                                   f"{files.checkpoint} written; {_continues(stop.received)} at step {step}", step)
         save(step)  # sets data_skips: bad samples by reason, all ranks, every segment (in the checkpoint too)
         if is_main:
             trained = step - (0 if earlier_counts else first_step)  # the counts' steps: every segment's if kept
@@ -331,6 +330,13 @@ def _train(
             metrics_file.close()
         progress.close()
         ctx.cleanup()
+
+
+def _continues(received: str | None) -> str:
+    """Who continues a stopped run: the user's Ctrl-C is not retried by the workflow (preemption.py)."""
+    if received == "SIGINT":
+        return "`argent train --resume` (or the workflow, run again) continues"
+    return "the workflow's retry (or `argent train --resume`) continues"
 
 
 def report_negatives_coverage(cfg: ExperimentConfig, data_skips: dict[str, Any], trained: int) -> None:

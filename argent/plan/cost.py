@@ -13,7 +13,9 @@ A step time measured at another batch size is scaled linearly and says so.
 For an unknown size of a GPU config (``train.device`` cuda) the plan also prints the FLOP-model
 estimate (argent/plan/flops.py): training FLOPs per step of each run ÷ (GPUs per run ×
 ``cost.estimate_mfu`` × ``cost.gpu_peak_tflops``), labelled "estimate, not measured" in a table of
-its own, on the group's line and as a total of its own, never added to the measured total. A CPU
+its own, on the group's line and as a total of its own, never added to the measured total, each time
+with the MFU it assumes and where that comes from (published until ``bench/gpu_check.py`` measures
+one on a GPU and it is set: ``PUBLISHED_MFU``). A CPU
 config gets no estimate: the FLOP model leaves out the convolutional stem of the CPU models (a third
 of their step) and a CPU's sustained peak depends on its threads; measure it (``--record-from``).
 """
@@ -38,6 +40,14 @@ from argent.workflow_config import setting
 
 RECORD = Path("bench") / "step_times.json"
 
+# The MFU the estimate assumes until bench/gpu_check.py has measured this repository's step on a GPU
+# (then set cost.estimate_mfu): a published one. open_clip's ViT-B/16 on LAION-400M took 10,700
+# A100-40GB hours for its 32 epochs (laion400m_e32, ≈ 12.8 B samples; open_clip docs/PRETRAINED.md);
+# at this FLOP model's 122.6 GFLOP per training sample that is 13 % of the A100's 312 TFLOP/s bf16
+# peak (its B/32: 11 %, L/14: 12 %; docs/scaling.md §4). Our S and B towers are that size, at patch 16.
+PUBLISHED_MFU = 0.13
+PUBLISHED_MFU_SOURCE = "published: open_clip ViT-B/16 on A100, docs/scaling.md §4"
+
 
 @dataclass(frozen=True)
 class CostSection:
@@ -49,8 +59,9 @@ class CostSection:
     step_times: str = ""               # the measured record; "" = <results>/bench/step_times.json
     note: str = ""                     # where step_seconds were measured: printed as their source
     # The FLOP-model estimate beside an unknown size of a GPU config: model-FLOPs utilisation (a
-    # fraction) and one GPU's dense peak in TFLOP/s at the training precision (A100 bf16: 312).
-    estimate_mfu: float = 0.35
+    # fraction; the default is published, PUBLISHED_MFU) and one GPU's dense peak in TFLOP/s at the
+    # training precision (A100 bf16: 312).
+    estimate_mfu: float = PUBLISHED_MFU
     gpu_peak_tflops: float = 312.0
 
     def __post_init__(self) -> None:
@@ -60,6 +71,13 @@ class CostSection:
             check_range("batch_size", self.batch_size, low=1)
         check_range("estimate_mfu", self.estimate_mfu, low=0.0, low_open=True, high=1.0)
         check_range("gpu_peak_tflops", self.gpu_peak_tflops, low=0.0, low_open=True)
+
+
+def mfu_source(cfg: dict[str, Any]) -> str:
+    """Where the estimate's MFU comes from: the config's ``cost.estimate_mfu``, else the published default."""
+    raw = cfg.get("cost") or {}
+    return "config cost.estimate_mfu" if isinstance(raw, dict) and raw.get("estimate_mfu") is not None \
+        else PUBLISHED_MFU_SOURCE
 
 
 def cost_section(cfg: dict[str, Any], base_dir: Path | None = None) -> CostSection:
@@ -83,7 +101,7 @@ class Estimate:
     ``seconds``: variant -> estimated seconds per step of one run (all its GPUs together);
     ``runs``: variant -> runs of this size the group trains; ``tflop``: variant -> TFLOP per step;
     ``mfu``, ``peak_tflops``, ``gpus``: what the FLOPs were divided by (cost.estimate_mfu,
-    cost.gpu_peak_tflops, GPUs per run)."""
+    cost.gpu_peak_tflops, GPUs per run); ``mfu_source``: where that MFU comes from (``mfu_source``)."""
 
     seconds: dict[str, float]
     runs: dict[str, int]
@@ -91,6 +109,15 @@ class Estimate:
     mfu: float
     peak_tflops: float
     gpus: int
+    mfu_source: str = PUBLISHED_MFU_SOURCE
+
+    @property
+    def mfu_text(self) -> str:
+        return f"{self.mfu * 100:g} % MFU"
+
+    def label(self) -> str:
+        """What a printed estimate assumes and where that comes from: "13 % MFU (published: ...)"."""
+        return f"{self.mfu_text} ({self.mfu_source})"
 
     def run_seconds(self) -> float:
         """Σ over the trained runs of their estimated seconds per step (× steps = the runs' seconds)."""
@@ -239,7 +266,7 @@ def _nearby_record(cfg: dict[str, Any], base_dir: Path, own: Path, size: str, de
 
 
 def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey], gpus: int, cost: CostSection,
-                  base_dir: Path) -> Estimate:
+                  base_dir: Path, source: str = PUBLISHED_MFU_SOURCE) -> Estimate:
     """The FLOP-model estimate for the runs ``keys`` (one group, one size): per variant, the FLOPs of
     one step at the run's own batch (its resolved config: model, variant, train) over ``gpus`` GPUs
     at ``cost.estimate_mfu`` of ``cost.gpu_peak_tflops``."""
@@ -253,7 +280,7 @@ def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey]
             tflop[key.variant] = flops / 1e12
             seconds[key.variant] = step_seconds(flops, cost.estimate_mfu, cost.gpu_peak_tflops, gpus)
         runs[key.variant] = runs.get(key.variant, 0) + (key in trained)
-    return Estimate(seconds, runs, tflop, cost.estimate_mfu, cost.gpu_peak_tflops, max(gpus, 1))
+    return Estimate(seconds, runs, tflop, cost.estimate_mfu, cost.gpu_peak_tflops, max(gpus, 1), source)
 
 
 def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> list[GroupCost]:
@@ -274,7 +301,7 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
             gc.step_time[size] = step_time(cfg, size, gc.batch[size], device, base_dir)
             if gc.step_time[size].seconds is None and device.split(":")[0] == "cuda":
                 gc.estimate[size] = flop_estimate(gcfg, [k for k in keys if k.size == size], set(trained), gc.gpus,
-                                                  cost, base_dir)
+                                                  cost, base_dir, mfu_source(cfg))
         if TUNED_VARIANT in group.variants:
             n_trials = int(setting(gcfg, "tune", "n_trials"))
             trial = trial_overrides(gcfg)
@@ -307,7 +334,8 @@ def summary_line(costs: list[GroupCost], plan: Plan) -> str:
     tail = f"; step time unknown for size(s) {', '.join(unknown)} (left out of the total)" if unknown else ""
     if estimated:
         n = sum(1 for c in costs if c.estimated_hours() is not None)
-        tail += (f"; FLOP-model estimate for the {n} group(s) not measured, not in the total: "
+        labels = "; ".join(sorted({est.label() for c in costs for est in c.estimate.values()}))
+        tail += (f"; FLOP-model estimate at {labels} for the {n} group(s) not measured, not in the total: "
                  + ", ".join(f"≈ {v:,.1f} {u}" for u, v in estimated.items()))
     left = f"; {len(plan.left_out)} group(s) left out" if plan.left_out else ""
     return (f"argent plan: {runs} training runs ({borrowed} borrowed, not retrained) in {len(costs)} groups, "
@@ -335,7 +363,8 @@ def estimate_table(costs: list[GroupCost]) -> list[str]:
     head = ("group", "size", "runs", "GPUs/run", "TFLOP/step", "s/step (estimate)", "hours (estimate)")
     return ["", f"Estimate, not measured, for the sizes without a step time (in no total above): the FLOP model's "
                 f"training FLOPs per step (argent/plan/flops.py; a range over the variants) ÷ (GPUs/run × "
-                f"cost.estimate_mfu {first.mfu:g} × cost.gpu_peak_tflops {first.peak_tflops:g} TFLOP/s)",
+                f"cost.estimate_mfu {first.mfu:g} ({first.mfu_source}) × cost.gpu_peak_tflops "
+                f"{first.peak_tflops:g} TFLOP/s)",
             *_columns(head, rows)]
 
 
@@ -357,7 +386,9 @@ def table(costs: list[GroupCost]) -> str:
     lines.append("")
     for c in costs:
         estimated = c.estimated_hours()
-        label = "" if estimated is None else f"; estimate (FLOP model, not measured) ≈ {estimated:,.1f} {c.unit}"
+        mfu = ", ".join(sorted({est.mfu_text for est in c.estimate.values()}))
+        label = ("" if estimated is None
+                 else f"; estimate (FLOP model at {mfu}, not measured) ≈ {estimated:,.1f} {c.unit}")
         lines.append(f"{c.group}: {c.runs} runs trained, {_hours(c.hours())} {c.unit}{label}")
     lines += estimate_table(costs)
     return "\n".join(lines)

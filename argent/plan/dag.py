@@ -48,6 +48,7 @@ from argent.plan.targets import (
 )
 from argent.tables.claims_spec import check_claims
 from argent.tables.config import claims_table
+from argent.tables.outputs import TABLES, TableChoice, choose_tables
 from argent.workflow_config import WorkflowConfig, setting
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
@@ -75,9 +76,12 @@ class Dag:
     benchmarks: BenchmarkChoice
     mining: dict[str, str]  # {negatives parquet: the training shards it is mined from}
     probe: dict[str, RunKey]  # {probe result: the run it reads}
+    tables: TableChoice = field(default_factory=lambda: TableChoice(TABLES))  # the tables the tables job writes
     notes: list[str] = field(default_factory=list)  # printed once per build
     # finished runs whose summary.json carries another identity hash than the plan's: retrained
     stale: dict[RunKey, IdentityMismatch] = field(default_factory=dict)
+    # where the identity markers live: None, <results>/identity; a dry run's temporary folder (common.smk)
+    markers: Path | None = None
 
     def setting(self, section: str, key: str | None = None) -> Any:
         """``<section>.<key>`` (or the top-level value ``<section>``) as configured, else its type's
@@ -140,9 +144,10 @@ class Dag:
             raise ConfigError(f"config for run {key}: {err}") from None
 
     def identity_marker(self, key: RunKey) -> str:
-        """``<results>/identity/<group>/<variant>-<size>/seed<k>.txt``: written at DAG build when the
-        run's folder holds a finished run of another identity (``write_identity_markers``)."""
-        return self.r("identity", key.group, f"{key.variant}-{key.size}", f"seed{key.seed}.txt")
+        """``<results>/identity/<group>/<variant>-<size>/seed<k>.txt`` (under ``markers`` when set): written
+        at DAG build when the run's folder holds a finished run of another identity (``write_identity_markers``)."""
+        root = self.markers or Path(self.r("identity"))
+        return str(root / key.group / f"{key.variant}-{key.size}" / f"seed{key.seed}.txt")
 
     def identity_inputs(self, key: RunKey) -> list[str]:
         """The train job's extra input: the run's identity marker, once one was written. A folder whose
@@ -272,6 +277,14 @@ class Dag:
         return stable_hash([self.config.get("tune", {}), self.tune_objective_entries(),
                             self.plan.groups[group].overrides if group else {}])
 
+    def cleaned_datasets(self) -> list[str]:
+        """The ``clean.datasets`` entries whose cleaned files a benchmark that runs, or the study, reads:
+        the only ones cleaned (a data set nothing here evaluates costs its cleaning and gives nothing:
+        config/quick.yaml never evaluates the real HierarCaps)."""
+        read = set(self.benchmark_data_inputs()) | (set(self.tune_inputs()) if self.enabled("tune") else set())
+        return [d for d in self.setting("clean", "datasets")
+                if {str(self.results.clean(d).clean_csv), str(self.results.clean(d).negative_pool)} & read]
+
     def table_extras(self) -> list[str]:
         """Outputs of the optional stages that the tables and the report include."""
         extras = list(self.probe)
@@ -279,11 +292,13 @@ class Dag:
             extras.append(self.r("figures", "probe_exposure.png"))
         if self.enabled("tune"):
             extras.append(str(self.results.study_trials(self.setting("tune", "study"))))
-        for dataset in self.setting("clean", "datasets"):
-            source = self.clean_source(dataset)
-            if self.made_by_synth(source) or Path(source).exists():
-                extras.append(str(self.results.clean(dataset).table1_md))
+        extras += [str(self.results.clean(d).table1_md) for d in self.cleaned_datasets()]
         return extras
+
+    def run_figures(self) -> bool:
+        """Whether an evaluation draws the per-run figures (a benchmark of the analysis protocol runs):
+        the tables job's ``figures/runs/`` is an output only then, never an empty folder."""
+        return any((self.config["benchmarks"][b] or {}).get("protocol") == "analysis" for b in self.benchmarks.run)
 
     def tables_hash(self) -> str:
         cfg = self.config
@@ -300,7 +315,7 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
     workflow = WorkflowConfig(config, "config", root)
     workflow.check_all()  # every section, typed key by key (argent.typed.SECTIONS; the schema only patterns)
-    check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
+    claims = check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
     try:
         plan = build_plan(config, root)
     except ConfigError as err:
@@ -312,5 +327,8 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     notes += benchmarks.skipped.values()
     stale = identity_mismatches(plan, root, Path(setting(config, "results")))  # reads the summaries, writes nothing
     notes += [m.line() for m in stale.values()]
+    probe = probe_runs(config, plan)
+    tables = choose_tables(config, plan, claims, bool(probe)) if claims else TableChoice(TABLES)
+    notes += tables.lines()
     return Dag(config=config, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
-               mining=mining_jobs(plan, root), probe=probe_runs(config, plan), notes=notes, stale=stale)
+               mining=mining_jobs(plan, root), probe=probe, tables=tables, notes=notes, stale=stale)

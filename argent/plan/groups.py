@@ -66,11 +66,20 @@ class RunsSection(RunResources):
         _seeds(self.seeds, "seeds")
 
 
+def _distinct(values: list[Any], key: str) -> None:
+    """A repeated seed, variant or size would be planned, trained into one folder and counted twice."""
+    for i, value in enumerate(values):
+        if value in values[:i]:
+            raise ConfigError(f"{key}[{i}]: {value!r} is listed twice (first at {key}[{values.index(value)}]); "
+                              f"list each once")
+
+
 def _names(values: list[str], key: str, what: str) -> None:
     if not values:
         raise ConfigError(f"{key}: empty; list at least one")
     for i, value in enumerate(values):
         check_name(value, f"{key}[{i}] {what}")
+    _distinct(values, key)
 
 
 def _seeds(values: list[int], key: str) -> None:
@@ -78,6 +87,7 @@ def _seeds(values: list[int], key: str) -> None:
         raise ConfigError(f"{key}: empty; list at least one")
     for i, value in enumerate(values):
         check_seed(value, f"{key}[{i}]")
+    _distinct(values, key)
 
 
 @dataclass

@@ -13,6 +13,8 @@ How rows are tested: argent/tables/claims.py, docs/statistics.md.
 from __future__ import annotations
 
 import datetime
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ METRIC_KEYS = {"expect", "published", "basis"}
 TOP_KEYS = ("alpha", "margins", "amendments", "claims")
 NO_PRIMARY = "none"                           # `primary: none`: every row of the claim is exploratory
 AMENDMENT_KEYS = ("date", "change", "why", "decided_after")   # required; `claims:` is optional
+CLAIM_ID = re.compile(r"[A-Za-z0-9._-]+")     # an id is a cell of the claims table: no '|', no space, no markup
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,16 @@ def _fail(where: str, what: str) -> ConfigError:
     return ConfigError(f"{where}: {what}")
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _latest_date() -> datetime.date:
+    """The latest date that is not in the future anywhere: tomorrow in UTC (UTC+14 is a day ahead of
+    UTC), so an amendment written today in any time zone is accepted, one dated later is not."""
+    return datetime.datetime.now(datetime.timezone.utc).date() + datetime.timedelta(days=1)
+
+
 DEFAULT_GROUP = "main"  # a bare variant name in a claim's a/b means this group (argent/tables/run.py)
 
 
@@ -143,9 +156,8 @@ def _parse_metric(claim_id: str, role: str, entry: Any, where: str) -> ClaimMetr
         raise _fail(at, f"expect must be one of {EXPECT} (A relative to B as the source states it), got {expect!r}")
     published = entry.get("published")
     if published is not None:
-        if not (isinstance(published, list) and len(published) == 2
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in published)):
-            raise _fail(at, f"published must be [A, B] numbers, got {published!r}")
+        if not (isinstance(published, list) and len(published) == 2 and all(_finite(v) for v in published)):
+            raise _fail(at, f"published must be [A, B] finite numbers, got {published!r}")
         published = (float(published[0]), float(published[1]))
     basis = entry.get("basis", "")
     if not isinstance(basis, str):
@@ -162,8 +174,8 @@ def _parse_margins(data: Any, where: str) -> dict[str, Margin]:
         if not isinstance(m, dict) or set(m) != {"delta", "why"}:
             raise _fail(at, "expected {delta: <number > 0>, why: <reason for its size>}")
         delta = m["delta"]
-        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or delta <= 0:
-            raise _fail(f"{at}.delta", f"must be a number > 0, got {delta!r}")
+        if not _finite(delta) or delta <= 0:  # .inf made every row of the role an "equivalent"
+            raise _fail(f"{at}.delta", f"must be a finite number > 0, got {delta!r}")
         if not isinstance(m["why"], str) or not m["why"].strip():
             raise _fail(f"{at}.why", "say why the margin has this size")
         margins[str(role)] = Margin(float(delta), m["why"].strip())
@@ -198,6 +210,8 @@ def _parse_amendments(data: Any, ids: set[str], where: str) -> list[Amendment]:
                 date = None
         if not isinstance(date, datetime.date):
             raise _fail(f"{at}.date", f"must be a date YYYY-MM-DD, got {entry['date']!r}")
+        if date > _latest_date():  # a log of what was decided after a run was seen cannot be dated ahead
+            raise _fail(f"{at}.date", f"{date.isoformat()} is in the future; date an amendment the day it is made")
         for key, ask in (("change", "say what changed"), ("why", "say why it changed"),
                          ("decided_after", "name the run (and what it showed) seen before the change was "
                                            "decided, or 'no run'")):
@@ -224,6 +238,9 @@ def load_claims(path: Path) -> ClaimsSpec:
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise _fail(str(path), f"not a YAML claims file ({' '.join(str(err).split())}); fix it, or point "
                     "tables.claims.file at config/claims.yaml") from None
+    except RecursionError:  # PyYAML composes nested collections recursively: 50,000 '[' overflow the stack
+        raise _fail(str(path), "not a claims file: nested deeper than the YAML parser can follow (a run of "
+                    "unclosed '[' or '{'?); fix it, or point tables.claims.file at config/claims.yaml") from None
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise _fail(str(path), "expected a top-level 'claims:' list")
     unknown = set(data) - set(TOP_KEYS)
@@ -246,6 +263,9 @@ def load_claims(path: Path) -> ClaimsSpec:
             # primary: null falls through to "is not one of its metrics" below, which names the way out
             if isinstance(value, (list, dict)) or (key != "primary" and (not isinstance(value, str) or not value.strip())):
                 raise _fail(f"{path}: claims[{i}].{key}", f"expected text ({what}), got {value!r}")
+        if not CLAIM_ID.fullmatch(c["id"]):
+            raise _fail(f"{path}: claims[{i}].id", f"{c['id']!r}: use letters, digits, '-', '_' and '.' only (the id "
+                        "is a cell of the claims table and a column value of claims.csv)")
         extra = set(c) - CLAIM_KEYS
         if extra:
             raise _fail(f"{path}: claims[{i}] ({c['id']})", f"unknown keys {sorted(extra)}; allowed: {sorted(CLAIM_KEYS)}")

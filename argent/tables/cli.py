@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"argent tables: {err}", file=sys.stderr)
         return EXPECTED_EXIT
-    for name in ("main", "claims"):
-        print(opts.tables_dir.joinpath(f"{name}.md").read_text())
+    for name in ("main", "claims"):  # the claims table may be left out (its line was printed)
+        path = opts.tables_dir / f"{name}.md"
+        if path.is_file():
+            print(path.read_text())
     return 0

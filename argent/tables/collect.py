@@ -16,17 +16,17 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from argent.io import ReadError, flatten, read_json_object
+from argent.io import ReadError, flatten
 from argent.layout import SUMMARY, Results, RunFolder, eval_dir, run_dir, run_parts
 from argent.plan.groups import Plan
-from argent.plan.targets import check_stamp, stamped_hash
+from argent.plan.targets import check_stamp
 from argent.runs import read_metrics
+from argent.tables.readers import read_evaluation, read_summary
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
                "value": pl.Float64, "partial": pl.Boolean}  # partial: the evaluation JSON says so (marked † in the tables)
@@ -38,30 +38,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def read_evaluation(path: Path) -> dict[str, Any]:
-    """An evaluation JSON, its shape checked: an object whose ``metrics`` is an object of numbers (or
-    null, or nested objects of them; a list, a per-level profile, and a flag are not shown) and whose
-    ``counts`` is an object. Anything else (a number written as a string: "0.5") is a ``ReadError``
-    naming the file and the key, not a cell that reads "not evaluated"."""
-    data = read_json_object(path, "an evaluation result (a JSON object)")
-    metrics = data.get("metrics", {})
-    if not isinstance(metrics, dict):
-        raise ReadError(f"{path}: 'metrics' must be an object of metric values, got a {type(metrics).__name__}; "
-                        f"re-run `argent evaluate` for it")
-    for key, value in flatten(metrics, sep="/").items():
-        if not (value is None or _is_number(value) or isinstance(value, (list, bool))):
-            raise ReadError(f"{path}: metrics/{key}: {value!r} is not a number (a {type(value).__name__}); "
-                            f"re-run `argent evaluate` for it")
-    counts = data.get("counts", {})
-    if counts is not None and not isinstance(counts, dict):
-        raise ReadError(f"{path}: 'counts' must be an object, got a {type(counts).__name__}")
-    for kind in ("skipped", "dropped"):
-        if (counts or {}).get(kind) is not None and not isinstance(counts[kind], dict):
-            raise ReadError(f"{path}: counts/{kind} must be an object of counts by reason, "
-                            f"got a {type(counts[kind]).__name__}")
-    return data
-
-
 def collect(eval_dir: Path) -> pl.DataFrame:
     """One row per (group, variant, size, seed, benchmark, metric) with a numeric or null value."""
     rows = []
@@ -69,11 +45,11 @@ def collect(eval_dir: Path) -> pl.DataFrame:
         group, variant, size, seed = run_parts(path.parent)
         data = read_evaluation(path)  # a torn or malformed file is an error naming it, before any table is written
         check_identity(path, data, variant, size, seed)
-        for metric, value in flatten(data.get("metrics", {}), sep="/").items():
-            if value is None or _is_number(value):
-                number = None if value is None or math.isnan(value) else float(value)
+        for metric, value in flatten(data["metrics"], sep="/").items():
+            if not isinstance(value, list):  # a per-level profile is no cell; the rest is checked, or null = n/a
                 rows.append({"group": group, "variant": variant, "size": size, "seed": seed, "benchmark": path.stem,
-                             "metric": metric, "value": number, "partial": data.get("partial") is True})
+                             "metric": metric, "value": None if value is None else float(value),
+                             "partial": data.get("partial") is True})
     return pl.DataFrame(rows, schema=LONG_SCHEMA)
 
 
@@ -88,7 +64,9 @@ def check_run_identities(plan: Plan, results: Path, base_dir: Path) -> None:
         files = [summary] if summary.is_file() else []
         files += sorted(eval_dir(results, key.group, key.variant, key.size, key.seed).glob("*.json"))
         for path in files:
-            check_stamp(path, stamped_hash(path), plan, key, base_dir, results, planned)
+            # a number or a list where the hash should be is an error here, not a file that skips the check
+            found = (read_summary(path) if path.name == SUMMARY else read_evaluation(path)).get("config_hash")
+            check_stamp(path, found, plan, key, base_dir, results, planned)
 
 
 def check_identity(path: Path, data: dict[str, Any], variant: str, size: str, seed: int) -> None:
@@ -98,12 +76,12 @@ def check_identity(path: Path, data: dict[str, Any], variant: str, size: str, se
     placed = {"variant": variant, "size": size, "seed": seed}
     wrong = [f"{k} {recorded[k]!r} (folder: {placed[k]!r})" for k in placed if recorded[k] is not None and recorded[k] != placed[k]]
     if wrong:
-        raise ValueError(f"{path}: the evaluation records {', '.join(wrong)}; it was moved or copied into another "
+        raise ReadError(f"{path}: the evaluation records {', '.join(wrong)}; it was moved or copied into another "
                          f"run's folder. Move it back, or re-run `argent evaluate` on the run this folder names")
 
 
-def _nonzero(counts: Any) -> dict[str, int]:
-    return {str(k): int(v) for k, v in (counts or {}).items() if _is_number(v) and v}
+def _nonzero(counts: dict[str, int]) -> dict[str, int]:
+    return {str(k): n for k, n in counts.items() if n}
 
 
 def collect_skips(results: Path) -> list[dict[str, Any]]:
@@ -111,19 +89,19 @@ def collect_skips(results: Path) -> list[dict[str, Any]]:
     run's summary.json) or a benchmark (its evaluation JSON); ``kind`` is skipped or dropped."""
     rows: list[dict[str, Any]] = []
 
-    def add(folder: Path, source: str, kind: str, counts: Any) -> None:
+    def add(folder: Path, source: str, kind: str, counts: dict[str, int]) -> None:
         group, variant, size, seed = run_parts(folder)
         rows.extend({"run": f"{group}/{variant}-{size}/seed{seed}", "source": source, "kind": kind, "reason": reason,
                      "n": n} for reason, n in _nonzero(counts).items())
 
     for path in sorted(Results(results).runs.glob(f"*/*/seed*/{SUMMARY}")):
-        summary = read_json_object(path, "a run summary (a JSON object)")
-        add(path.parent, "training", "skipped", summary.get("skipped_samples"))
-        add(path.parent, "training", "dropped", summary.get("dropped_samples"))
+        summary = read_summary(path)  # counts checked: a string or a negative count is an error naming it
+        for kind in ("skipped", "dropped"):
+            add(path.parent, "training", kind, summary.get(f"{kind}_samples") or {})
     for path in sorted(Results(results).eval.glob("*/*/seed*/*.json")):
-        counts = read_evaluation(path).get("counts") or {}
-        add(path.parent, path.stem, "skipped", counts.get("skipped"))
-        add(path.parent, path.stem, "dropped", counts.get("dropped"))
+        counts = read_evaluation(path).get("counts") or {}  # likewise
+        for kind in ("skipped", "dropped"):
+            add(path.parent, path.stem, kind, counts.get(kind) or {})
     return rows
 
 

@@ -105,6 +105,12 @@ class ClaimsTable:
 
     file: str = "config/claims.yaml"  # relative: to the working folder
     metrics: dict[str, list[MetricRef]] = field(default_factory=dict)
+    # The table is written when a claim's two runs share this many seeds: a paired difference has an
+    # interval and a test from 2 on; 1 writes the untested n=1 table (config/smoke.yaml: its code runs in CI).
+    min_paired_seeds: int = 2
+
+    def __post_init__(self) -> None:
+        check_range("min_paired_seeds", self.min_paired_seeds, low=1)
 
     def path(self, base_dir: Path) -> Path:
         """``file``, a relative one taken from ``base_dir``."""

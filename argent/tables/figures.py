@@ -61,8 +61,11 @@ def _legend(ax: Any, styles: dict[str, dict[str, str]]) -> None:
     ax.legend(handles=handles, fontsize=6)
 
 
-def copy_run_figures(eval_dir: Path, figures: Path) -> None:
-    """Figures the analysis benchmark wrote beside its JSON, renamed per run."""
-    for png in sorted(eval_dir.glob("*/*/seed*/*.png")):  # <group>/<variant>-<size>/seed<k>/<name>.png
+def copy_run_figures(eval_dir: Path, figures: Path) -> int:
+    """Figures the analysis benchmark wrote beside its JSON, renamed per run; returns how many (none:
+    ``figures`` is not made, so that no empty folder stands for figures)."""
+    pngs = sorted(eval_dir.glob("*/*/seed*/*.png"))  # <group>/<variant>-<size>/seed<k>/<name>.png
+    for png in pngs:
         name = f"{png.parents[2].name}-{png.parents[1].name}-{png.parent.name}-{png.name}"
         atomic_write_bytes(figures / name, png.read_bytes())
+    return len(pngs)

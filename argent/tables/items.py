@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from argent.io import ReadError, read_json
+from argent.io import read_json_object
 from argent.layout import run_parts
+from argent.tables.readers import item_vectors
 
 __all__ = ["ItemKey", "collect_items"]
 
@@ -27,10 +28,7 @@ def collect_items(eval_dir: Path) -> dict[ItemKey, dict[str, float]]:
     out: dict[ItemKey, dict[str, float]] = {}
     for path in sorted(Path(eval_dir).glob("*/*/seed*/*.json")):
         group, variant, size, seed = run_parts(path.parent)
-        data = read_json(path)  # a torn or malformed file is an error naming it
-        for metric, vector in (data.get("items") or {}).items():
-            ids, values = (vector.get("ids"), vector.get("values")) if isinstance(vector, dict) else (None, None)
-            if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values):
-                raise ReadError(f"{path}: items[{metric!r}] needs 'ids' and 'values' lists of one length")
-            out[(group, variant, size, seed, path.stem, metric)] = {str(i): float(v) for i, v in zip(ids, values)}
+        data = read_json_object(path, "an evaluation result (a JSON object)")  # torn or malformed: named
+        for metric, vector in item_vectors(data, path).items():  # finite values whose mean is the metric
+            out[(group, variant, size, seed, path.stem, metric)] = vector
     return out

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from argent.io import flatten, read_json
+from argent.io import flatten
 from argent.layout import PRETRAINED_GROUP
 from argent.tables.paper import PARTIAL_MARK
+from argent.tables.readers import read_evaluation
 
 TABLE = "pretrained"  # tables/pretrained.{md,csv}
 NOTE = "released checkpoints, not trained here"
@@ -23,7 +24,7 @@ def pretrained_table(eval_dir: Path, columns: list[dict[str, Any]]) -> tuple[str
     """(markdown, records) for every pretrained model evaluated under ``eval_dir``; None when there is none."""
     models: dict[str, dict[str, dict[str, Any]]] = {}
     for path in sorted((eval_dir / PRETRAINED_GROUP).glob("*/seed0/*.json")):
-        models.setdefault(path.parent.parent.name, {})[path.stem] = read_json(path)
+        models.setdefault(path.parent.parent.name, {})[path.stem] = read_evaluation(path)  # checked
     if not models:
         return None
     records, lines = [], []

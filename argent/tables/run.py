@@ -1,9 +1,10 @@
 """``run(options)``: every table and figure of one results folder.
 
-Writes under ``<results>/tables``: main.{md,csv}, ablations.{md,csv}, claims.{md,csv},
-mechanism.{md,csv}, probe.{md,csv} (when the probe ran), pretrained.{md,csv} (the pretrained models'
-table, when some were evaluated: ``argent evaluate --pretrained``), plus whatever the writers in
-``EXTRA_WRITERS`` produce; figures under ``<results>/figures``.
+Writes under ``<results>/tables``: main, ablations, claims, mechanism, probe (when the probe ran),
+pretrained (the pretrained models' table, when some were evaluated: ``argent evaluate --pretrained``),
+each as ``.md``, ``.csv`` and ``.html`` (the page the Snakemake report shows), plus whatever the writers in
+``EXTRA_WRITERS`` produce; figures under ``<results>/figures``. A table that would hold no run or no
+tested claim is left out with one printed line (``argent.tables.outputs.choose_tables``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from argent.io import atomic_output, atomic_write_text
 from argent.job_records import read_job_records
 from argent.layout import Results, RunFolder, run_dir
 from argent.plan.groups import Plan, build_plan
-from argent.runs import hardware_classes, read_provenance
+from argent.runs import hardware_classes
 from argent.tables.claims import claims_rows, price_power
 from argent.tables.claims_report import claims_markdown
 from argent.tables.claims_spec import ClaimsSpec, load_claims, parse_roles
@@ -38,12 +39,15 @@ from argent.tables.config import claims_table, tables_section
 from argent.tables.cost import run_cpu_seconds, write_cost_tables
 from argent.tables.domains import domain_check, training_domain
 from argent.tables.figures import copy_run_figures, training_curves
+from argent.tables.html import write_html
 from argent.tables.items import collect_items
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
+from argent.tables.outputs import choose_tables, table_paths
 from argent.tables.paper import TableInput, ablation_table, hardware_footnote, main_table
 from argent.tables.pretrained import TABLE as PRETRAINED_TABLE
 from argent.tables.pretrained import pretrained_table
 from argent.tables.probe import probe_table
+from argent.tables.readers import read_run_provenance
 from argent.tracking import log_tables_run
 
 
@@ -114,7 +118,7 @@ def hardware_note(results: Path, plan: Plan, variants: list[str]) -> str:
     for key, home in plan.home.items():
         folder = run_dir(results, home.group, home.variant, home.size, home.seed)
         if key.qualified in variants and RunFolder(folder).summary.is_file():
-            for name in hardware_classes(read_provenance(folder)):
+            for name in hardware_classes(read_run_provenance(folder)):  # checked: a list or a number is named
                 classes.setdefault(name, set()).add(str(home))
     return hardware_footnote({name: sorted(runs) for name, runs in classes.items()})
 
@@ -146,6 +150,9 @@ def run(opts: TablesOptions) -> list[Path]:
         for g in spec["ablations"]["groups"]]}
     claims = claims_spec(opts)
     claims = replace(claims, claims=[replace(c, a=qualify(c.a, "main"), b=qualify(c.b, "main")) for c in claims.claims])
+    choice = choose_tables(cfg, plan, claims, probe=any(layout.probe.glob("*/*/seed*.json")))
+    for line in choice.lines():
+        print(line)
     named = [r["variant"] for r in main_spec["rows"]] + [r["variant"] for g in abl_spec["groups"] for r in g["rows"]]
     named += [v for c in claims.claims for v in (c.a, c.b)]
     variants = list(dict.fromkeys(configured_variants(plan) + named))
@@ -160,23 +167,30 @@ def run(opts: TablesOptions) -> list[Path]:
 
     # Everything is read and computed before the first file is written: a damaged input fails the
     # job with the tables of the last good run still in place.
-    tables = {"main": main_table(main_data, main_spec), "ablations": ablation_table(abl_data, abl_spec)}
+    tables = {"main": main_table(main_data, main_spec)}
+    if "ablations" in choice.written:
+        tables["ablations"] = ablation_table(abl_data, abl_spec)
     footnote = skips_footnote(collect_skips(results))  # nonzero skip counts, named under both tables
     if footnote:
         tables = {name: (f"{md}\n{footnote}", records) for name, (md, records) in tables.items()}
     table_variants = {"main": [r["variant"] for r in main_spec["rows"]],
                       "ablations": [r["variant"] for g in abl_spec["groups"] for r in g["rows"]]}
     for name, listed in table_variants.items():
+        if name not in tables:
+            continue
         note = hardware_note(results, plan, listed)  # one line when the table's runs mix machines
         if note:
             tables[name] = (f"{tables[name][0]}\n{note}", tables[name][1])
-    rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(layout.eval),
-                       set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
-    price_power(rows, plan, run_cpu_seconds(read_job_records(layout.job_records)))
-    tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)
-    mech = mechanism_rows(listed_runs(collect_diagnostics(layout.runs), plan), variants, all_sizes, seeds)
+    if "claims" in choice.written:
+        rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(layout.eval),
+                           set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
+        price_power(rows, plan, run_cpu_seconds(read_job_records(layout.job_records)))
+        tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)
+    # The mechanism of the runs this config trains: a group switched off would only add "not run" rows.
+    active = [v for v in variants if v.partition("/")[0] in plan.configs]
+    mech = mechanism_rows(listed_runs(collect_diagnostics(layout.runs), plan), active, all_sizes, seeds)
     tables["mechanism"] = (mechanism_markdown(mech), mech)
-    if any(layout.probe.glob("*/*/seed*.json")):
+    if "probe" in choice.written:
         tables["probe"] = probe_table(layout.probe)
     pretrained = pretrained_table(layout.eval, spec["main"]["columns"])
     if pretrained is not None:
@@ -185,15 +199,20 @@ def run(opts: TablesOptions) -> list[Path]:
         tables["main"] = (f"{tables['main'][0]}\n#{pretrained[0]}", tables["main"][1])
     for name, (md, records) in tables.items():
         _write(opts, name, md, records)
+    for name in choice.left_out:  # a left-out table's files of an earlier run would read as this run's
+        for path in table_paths(opts.tables_dir, name).values():
+            path.unlink(missing_ok=True)
 
     curves = opts.curves or layout.figures / "training_curves.png"
     training_curves(layout.runs, curves)
     figures = opts.figures or layout.figures / "runs"
-    figures.mkdir(parents=True, exist_ok=True)
-    copy_run_figures(layout.eval, figures)
+    if not copy_run_figures(layout.eval, figures):
+        print("argent tables: no per-run figures: no evaluation wrote one (the analysis protocol's "
+              "benchmark, e.g. hs_analysis, is not in evaluate.benchmarks)")
 
     for writer in EXTRA_WRITERS:
         writer(opts)
+    opts.written += [write_html(path) for path in list(opts.written) if path.suffix == ".md"]
     # One MLflow run holds this invocation's tables and figures (best effort, never raises).
     log_tables_run(opts.tables_dir, figures, cfg, results, sorted(curves.parent.glob("*.png")))
     return opts.written

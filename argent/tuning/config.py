@@ -84,6 +84,7 @@ class TuneConfig:
     heartbeat_interval: int = 60  # seconds; 0 disables heartbeats (a killed trial then stays RUNNING)
     grace_period: int = 0  # seconds without heartbeat before a trial is stale; 0 = 2 × heartbeat_interval
     max_retry: int = 2  # re-runs of a trial whose worker died; a later death counts as a failure
+    store_wait: int = 600  # seconds a worker waits for a SQLite study store another process keeps locked
     # Read by the workflow only (accepted here so the section validates as a whole):
     enabled: bool | Literal["auto"] = False
     requires: list[str] = field(default_factory=list)
@@ -103,7 +104,7 @@ def check_tune(cfg: TuneConfig, path: str = "tune") -> TuneConfig:
         check_name(cfg.study, f"{path}.study")
     check_name(cfg.base_variant, f"{path}.base_variant")
     check_name(cfg.size, f"{path}.size")
-    for key in ("n_trials", "workers"):
+    for key in ("n_trials", "workers", "store_wait"):
         if getattr(cfg, key) < 1:
             raise ConfigError(f"{path}.{key}: must be >= 1, got {getattr(cfg, key)}")
     for key in ("report_every", "heartbeat_interval", "grace_period", "max_retry"):

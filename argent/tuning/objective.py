@@ -173,8 +173,9 @@ class TrainingObjective:
             value, scores = self.scorer(model)
             ctx.report(value, step, scores)
 
-        # A signal kills the worker as before: its trial is retried by the next worker (docs/tuning.md).
-        train(exp, ctx.run_dir, resume="no", on_checkpoint=on_checkpoint, preemptible=False)
+        # A stop signal (SIGTERM, SIGUSR1, Ctrl-C) ends the training at a step with a checkpoint; the study
+        # re-queues the trial for the next worker (argent/tuning/study.py: TrialStopped).
+        train(exp, ctx.run_dir, resume="no", on_checkpoint=on_checkpoint)
         model, _ = load_model(ctx.run_dir, device=exp.train.device)
         value, scores = self.scorer(model)
         ctx.trial.set_user_attr("scores", scores)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from argent.tuning.config import PrunerConfig, SamplerConfig, TuneConfig
 
 __all__ = [
     "TuneError",
+    "StoreLocked",
     "StudySpec",
     "study_spec",
     "storage_for",
@@ -32,8 +36,20 @@ __all__ = [
 ]
 
 
+log = logging.getLogger("argent.tune")
+
+QUICK_WAIT_MS = 2000  # a lock held longer than this is another process's work, not a worker's transaction
+
+
 class TuneError(ArgentError, RuntimeError):
     """The study cannot go on (storage holds a different study, an objective metric is unknown, ...)."""
+
+
+class StoreLocked(BaseException):
+    """The SQLite study store stayed locked by another process for ``tune.store_wait`` seconds. A
+    BaseException, so that it passes through Optuna's handlers (which catch Exception: they would fail
+    the trial with a traceback, try the locked store again, and end in a StorageInternalError) to
+    ``argent tune``'s one line; the trial in progress stays RUNNING, and is retried once stale."""
 
 
 @dataclass
@@ -82,22 +98,28 @@ def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.sto
     trial (or waits for one) fails trials whose heart stopped, and ``stale_trial_callback``
     re-queues them.
     """
-    # SQLite: wait for a busy database instead of failing at once (several workers write to it).
-    engine = {"connect_args": {"timeout": 120}} if spec.storage_url.startswith("sqlite") else {"pool_pre_ping": True}
+    # SQLite: wait for a busy database instead of failing at once (several workers write to it); a
+    # lock held by another process is waited for up to tune.store_wait, saying so (begin_immediate).
+    wait = spec.tune.store_wait
+    engine = {"connect_args": {"timeout": wait}} if spec.storage_url.startswith("sqlite") else {"pool_pre_ping": True}
     kwargs: dict[str, Any] = {}
     if stale_trial_callback is not None and spec.tune.heartbeat_interval:
         new_api = hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback")  # Optuna >= 4.9 renamed the option
         kwargs = {"heartbeat_interval": spec.tune.heartbeat_interval, "grace_period": spec.tune.grace_period or None,
                   "heartbeat_stale_trial_callback" if new_api else "failed_trial_callback": stale_trial_callback}
     if spec.storage_url.startswith("sqlite:///"):
-        Path(spec.storage_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        db = Path(spec.storage_url[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+        wait_for_store(db, wait)  # Optuna's set-up would wait in silence, then fail with a traceback
     quiet_optuna()
     for attempt in range(5):
         try:
             storage = optuna.storages.RDBStorage(spec.storage_url, engine_kwargs=engine, **kwargs)
-            serialize_sqlite_transactions(storage.engine)
+            serialize_sqlite_transactions(storage.engine, wait)
             return storage
         except sqlalchemy.exc.SQLAlchemyError as err:
+            if is_locked(err):
+                raise _locked_for(spec.storage_url, wait) from None  # waited already: no second round
             # Workers that start together on a new database race to create its tables; the loser's
             # insert of the schema version fails. Retrying finds the tables made. An unreachable
             # server or a bad URL fails every attempt: say which storage and what to check.
@@ -109,7 +131,74 @@ def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.sto
     raise AssertionError("unreachable")
 
 
-def serialize_sqlite_transactions(engine: sqlalchemy.engine.Engine) -> None:
+def is_locked(err: BaseException) -> bool:
+    """SQLite's "database is locked" (another connection holds the lock past the busy timeout)."""
+    return "database is locked" in str(getattr(err, "orig", None) or err)
+
+
+def _locked_for(where: str, wait: float) -> StoreLocked:
+    return StoreLocked(f"{where}: the study store stayed locked by another process for {wait:g} s "
+                       f"(tune.store_wait); stopped. Let that process finish (`fuser` on the file names it), "
+                       f"or raise tune.store_wait, and run again")
+
+
+def begin_immediate(execute: Callable[[str], Any], where: str, wait: float) -> None:
+    """Begin a transaction holding SQLite's write lock (``BEGIN IMMEDIATE``). Another worker's
+    transaction ends within ``QUICK_WAIT_MS``; a lock held longer (another process: a backup, a
+    hand-run sqlite3, a stuck job) is waited for up to ``wait`` seconds, saying so once, then
+    ``StoreLocked``. ``execute`` runs one SQL statement on the connection."""
+    execute(f"PRAGMA busy_timeout = {QUICK_WAIT_MS}")
+    try:
+        execute("BEGIN IMMEDIATE")
+    except Exception as err:  # noqa: BLE001 - the driver's or SQLAlchemy's OperationalError
+        if not is_locked(err):
+            raise
+        log.warning("%s: the study store is locked by another process; waiting up to %g s for it (tune.store_wait)",
+                    where, wait)
+        execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+        try:
+            execute("BEGIN IMMEDIATE")
+        except Exception as again:  # noqa: BLE001
+            if not is_locked(again):
+                raise
+            raise _locked_for(where, wait) from None
+        log.warning("%s: the study store is free again; going on", where)
+    execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")  # the transaction's own statements wait as long
+
+
+def _one_line_in_threads() -> None:
+    """Make a ``StoreLocked`` in a thread (Optuna's heartbeat) one log line, not a traceback (the main
+    thread says the same when it next reaches the store); any other exception goes to the hook before."""
+    previous = threading.excepthook
+    if getattr(previous, "argent_store_locked", False):
+        return
+
+    def hook(args: Any) -> None:
+        if args.exc_type is not None and issubclass(args.exc_type, StoreLocked):
+            log.warning("%s", args.exc_value)
+        else:
+            previous(args)
+
+    hook.argent_store_locked = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+def wait_for_store(db: Path, wait: float) -> None:
+    """Return once the SQLite file ``db`` can be written (``begin_immediate``); nothing to wait for
+    when it does not exist yet."""
+    if not db.is_file():
+        return
+    import sqlite3
+
+    connection = sqlite3.connect(db, isolation_level=None)
+    try:
+        begin_immediate(connection.execute, str(db), wait)
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
+def serialize_sqlite_transactions(engine: sqlalchemy.engine.Engine, wait: float = 600) -> None:
     """Make every transaction on ``engine`` (SQLite) take the database's write lock when it begins.
 
     Optuna pops a queued trial (``study.ask``) by reading its state and setting it RUNNING in one
@@ -118,6 +207,7 @@ def serialize_sqlite_transactions(engine: sqlalchemy.engine.Engine) -> None:
     could both read WAITING and both take the trial (then one of them fails telling it; the budget's
     slots are queued trials). ``BEGIN IMMEDIATE`` at the start of each transaction serializes them:
     the second worker reads RUNNING and moves on. This is SQLAlchemy's documented pysqlite recipe.
+    A lock another process holds is waited for up to ``wait`` seconds, saying so (``begin_immediate``).
     Other databases, and an in-memory SQLite (one process's own), are left as they are.
     """
     if engine.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
@@ -126,11 +216,14 @@ def serialize_sqlite_transactions(engine: sqlalchemy.engine.Engine) -> None:
     def driver_autocommit(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy, not the driver, says when a transaction begins
 
-    def begin_immediate(connection: sqlalchemy.engine.Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    where = str(engine.url.database)
+    _one_line_in_threads()
+
+    def begin(connection: sqlalchemy.engine.Connection) -> None:
+        begin_immediate(connection.exec_driver_sql, where, wait)
 
     sqlalchemy.event.listen(engine, "connect", driver_autocommit)
-    sqlalchemy.event.listen(engine, "begin", begin_immediate)
+    sqlalchemy.event.listen(engine, "begin", begin)
     engine.dispose()  # connections pooled while Optuna made its tables lack the hooks
 
 

@@ -212,20 +212,21 @@ def test_snakemake_report_shows_tables_and_figures(browser, tmp_path):
     report = tmp_path / "report.html"
     snakemake_report(finished_smoke_workdir(), report)
     browser.get(report.as_uri())
-    wait_for_text(browser, ["Workflow", "Tables", "Figures"])
+    # the menu lists one category per table, claims first (workflow/rules/common.smk, REPORT_CATEGORY)
+    wait_for_text(browser, ["Workflow", "1. Claims", "2. Main results (Table 2)", "8. Figures"])
     graph = [e for e in browser.find_elements(By.CSS_SELECTOR, "canvas") if e.size["height"] > 300]
     assert graph, "the rule graph was not drawn"  # Vega draws it on a canvas
     screenshot(browser, tmp_path, "snakemake_report")
 
-    browser.find_element(By.XPATH, "//*[normalize-space(text())='Tables']").click()
-    wait_for_text(browser, ["tables/main.md", "tables/ablations.md"])
+    browser.find_element(By.XPATH, "//*[normalize-space(text())='2. Main results (Table 2)']").click()
+    wait_for_text(browser, ["tables/main.html"])
     screenshot(browser, tmp_path, "snakemake_report_tables")
-    table = base64.b64decode(eye_link(browser, "tables/main.md").split("base64,", 1)[1]).decode()
-    assert "| row |" in table and "argent-tuned" in table, table[:500]
+    table = base64.b64decode(eye_link(browser, "tables/main.html").split("base64,", 1)[1]).decode()
+    assert "<th>row</th>" in table and "argent-tuned" in table, table[:500]  # the table as HTML, not markdown
 
     browser.get(report.as_uri())
-    wait_for_text(browser, ["Figures"])
-    browser.find_element(By.XPATH, "//*[normalize-space(text())='Figures']").click()
+    wait_for_text(browser, ["8. Figures"])
+    browser.find_element(By.XPATH, "//*[normalize-space(text())='8. Figures']").click()
     wait_for_text(browser, ["training_curves.png", "probe_exposure.png"])
     screenshot(browser, tmp_path, "snakemake_report_figures")
     xpath = "//td[contains(text(), 'training_curves.png')]/following-sibling::td//a[@iconname='eye']"

@@ -9,7 +9,8 @@ rule clean_hierarcaps:
         clean=str(CLEAN_FOLDER.clean_csv),
         pool=str(CLEAN_FOLDER.negative_pool),
         scores=str(CLEAN_FOLDER.scores),
-        table1=report(str(CLEAN_FOLDER.table1_md), caption="../report/table1.rst", category="Tables"),
+        table1=report(str(CLEAN_FOLDER.table1_md), caption="../report/table1.rst", category=REPORT_CATEGORY["table1"],
+                      labels={"data set": "{dataset}"}),
     params:
         csv=lambda w: ARGENT_DAG.clean_source(w.dataset),
         images=lambda w: ARGENT_DAG.setting("clean", "datasets")[w.dataset]["images"],

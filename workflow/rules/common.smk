@@ -1,22 +1,43 @@
 # Glue only: the workflow's decisions live in argent.plan.dag (tested without Snakemake); here they
 # are resolved once and adapted to Snakemake's wildcards.
+import atexit
 import re
 import shlex
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from argent.config import ConfigError
 from argent.job_records import job_record_path, run_job_record
-from argent.io import write_text_if_changed
+from argent.io import ArgentError, hold_workflow, write_text_if_changed
 from argent.layout import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, probe_result, run_dir as layout_run_dir
 from argent.plan.dag import build_dag, file_digest, stable_hash
 from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant
+from argent.tables.outputs import table_paths
 from argent.typed import setting
+from snakemake.exceptions import WorkflowError
 
 # Relative paths in the config (variants, claims, data) are the working directory's, as `configfile:` is:
 # the repository root, or the folder a module deployment runs in (config/README.md); not workflow.basedir.
 ROOT = Path.cwd()
 RESULTS = Path(setting(config, "results"))  # as written, else its one default (argent.typed.SECTIONS)
+
+# `snakemake -n` plans and writes nothing. Snakemake parses this file before it picks the executor, so
+# `workflow.dryrun` is still False here; the command line's -n is in the output settings it was built with.
+DRY_RUN = bool(getattr(workflow.output_settings, "dryrun", False))
+
+# One Snakemake per results folder (argent.io.hold_workflow): a second one (another clone's, on the same
+# results:) stops here, naming the first, before the DAG build writes a file or a job of it replaces the
+# first's logs. Only the process the user started holds it: the jobs that parse this file again (Slurm's
+# remote jobs, group jobs) are the holder's own. A dry run takes nothing; it only warns when it is busy.
+if workflow.is_main_process:
+    try:
+        _note = hold_workflow(RESULTS, f"snakemake in {ROOT}", dry_run=DRY_RUN)
+    except ArgentError as err:
+        raise WorkflowError(str(err)) from None  # one message, no Python frames
+    if _note:
+        print(_note, file=sys.stderr)
 
 # Rules call the `argent` CLI of the environment Snakemake runs in, whatever the caller's PATH.
 shell.prefix(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH; ")
@@ -27,8 +48,14 @@ except ConfigError as err:
     raise ValueError(str(err)) from None
 for _line in ARGENT_DAG.notes:  # groups left out, the cost, optional data skipped: one line each
     print(_line, file=sys.stderr)
-for _path, _text in ARGENT_DAG.files().items():  # the config files the verbs read
-    write_text_if_changed(_path, _text)
+if not DRY_RUN:
+    for _path, _text in ARGENT_DAG.files().items():  # the config files the verbs read (params, not inputs)
+        write_text_if_changed(_path, _text)
+elif ARGENT_DAG.stale:
+    # Snakemake has no record of a run trained by hand: only an input newer than its summary plans the
+    # retraining. A dry run puts those markers in a temporary folder, removed at exit, not in results.
+    ARGENT_DAG.markers = Path(tempfile.mkdtemp(prefix="argent-dry-run-identity-"))
+    atexit.register(shutil.rmtree, ARGENT_DAG.markers, True)
 # A finished run of another identity than the plan's (its summary's hash): a marker newer than its
 # summary, an input of its train job (argent.plan.targets.identity_mismatches); no run folder is touched.
 ARGENT_DAG.write_identity_markers()
@@ -52,6 +79,45 @@ PRETRAINED_EVAL_DIR = RESULTS / EVAL_DIR / PRETRAINED_GROUP / "{name}" / "seed0"
 PROBE_RESULT = str(probe_result(RESULTS, "{group}", "{variant}", "{size}", "{seed}"))
 STUDY_BEST, STUDY_TRIALS = (str(Results(RESULTS).study_best("{study}")), str(Results(RESULTS).study_trials("{study}")))
 CLEAN_FOLDER = Results(RESULTS).clean("{dataset}")
+
+
+# The report's menu: one category per table (one click opens it), in this order: the report sorts them by
+# name, so each is numbered among those this config makes (the claims first, when it tests any).
+REPORT_SECTIONS = {
+    "claims": "Claims",
+    "main": "Main results (Table 2)",
+    "ablations": "Ablations (Table 3)",
+    "mechanism": "Mechanism (cone collapse)",
+    "probe": "Probe (TaxGen)",
+    "table1": "Table 1 (HierarCaps cleaning)",
+    "cost": "Cost",
+    "figures": "Figures",
+}
+_SHOWN = [*ARGENT_DAG.tables.written, *(["table1"] if ARGENT_DAG.cleaned_datasets() else []), "figures"]
+_SHOWN = [name for name in REPORT_SECTIONS if name in _SHOWN]
+REPORT_CATEGORY = {name: f"{_SHOWN.index(name) + 1}. {title}" if name in _SHOWN else title
+                   for name, title in REPORT_SECTIONS.items()}
+
+
+def table_outputs():
+    """{<table>_md, <table>_csv, <table>_html: path} of the tables this config writes (the tables rule's
+    outputs); the .html in the report, in its category, captioned by workflow/report/<table>_table.rst."""
+    out = {}
+    for name in ARGENT_DAG.tables.written:
+        paths = table_paths(Path(R("tables")), name)
+        out[f"{name}_md"], out[f"{name}_csv"] = str(paths["md"]), str(paths["csv"])
+        out[f"{name}_html"] = report(str(paths["html"]), caption=f"../report/{name}_table.rst",
+                                     category=REPORT_CATEGORY[name])
+    return out
+
+
+def run_figure_outputs():
+    """The per-run figures folder, when an evaluation draws them (an analysis benchmark runs)."""
+    if not ARGENT_DAG.run_figures():
+        return {}
+    folder = directory(R("figures", "runs"))
+    return {"figures": report(folder, patterns=["{name}.png"], caption="../report/figures.rst",
+                              category=REPORT_CATEGORY["figures"])}
 
 
 def job_record(stage, *parts):

@@ -1,5 +1,10 @@
 # The paper's tables, the claims and mechanism tables, and the figures, from every evaluation JSON
-# and run folder (argent/tables/).
+# and run folder (argent/tables/). Each table is written as .md (its source), .csv and .html; the
+# report shows the .html pages. Which tables a config writes is the DAG's answer
+# (argent/tables/outputs.py): a table that would hold no run or no tested claim is left out, one line each.
+
+# What the report's landing page says beside the rule graph.
+report: "../report/workflow.rst"
 
 
 rule tables:
@@ -10,25 +15,14 @@ rule tables:
         extra=ARGENT_DAG.table_extras(),
         claims=ARGENT_DAG.claims_file(),
     output:
-        main_md=report(R("tables", "main.md"), caption="../report/main_table.rst", category="Tables"),
-        main_csv=R("tables", "main.csv"),
-        ablations_md=report(R("tables", "ablations.md"), caption="../report/ablations_table.rst", category="Tables"),
-        ablations_csv=R("tables", "ablations.csv"),
-        claims_md=report(R("tables", "claims.md"), caption="../report/claims_table.rst", category="Claims"),
-        claims_csv=R("tables", "claims.csv"),
-        mechanism_md=report(R("tables", "mechanism.md"), caption="../report/mechanism_table.rst", category="Claims"),
-        mechanism_csv=R("tables", "mechanism.csv"),
-        cost_md=report(R("tables", "cost.md"), caption="../report/cost_table.rst", category="Tables"),
-        cost_csv=R("tables", "cost.csv"),
-        curves=report(R("figures", "training_curves.png"), caption="../report/curves.rst", category="Figures"),
-        figures=report(
-            directory(R("figures", "runs")),
-            patterns=["{name}.png"],
-            caption="../report/figures.rst",
-            category="Figures",
-        ),
+        **table_outputs(),
+        curves=report(R("figures", "training_curves.png"), caption="../report/curves.rst",
+                      category=REPORT_CATEGORY["figures"]),
+        **run_figure_outputs(),
     params:
         out=lambda w, output: str(Path(output.main_md).parent),
+        # the per-run figures' folder, written only when an evaluation drew figures (an output then)
+        figures=lambda w: R("figures", "runs"),
         config=EFFECTIVE_CONFIG,
         results=lambda w: str(RESULTS),
         skipped=list(ARGENT_DAG.benchmarks.skipped),
@@ -44,4 +38,4 @@ rule tables:
         cpus_per_task=lambda w, threads: threads,  # Slurm: what the job uses, not the profile's default
     shell:
         "argent tables --config {params.config:q} --results {params.results:q} --out {params.out:q}"
-        " --claims {input.claims:q} --figures {output.figures:q} --curves {output.curves:q} > {log:q} 2>&1"
+        " --claims {input.claims:q} --figures {params.figures:q} --curves {output.curves:q} > {log:q} 2>&1"

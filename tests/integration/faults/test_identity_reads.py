@@ -256,7 +256,8 @@ def test_snakemake_replans_a_finished_folder_whose_summary_carries_another_hash(
     assert "train" in _jobs(out), out[-3000:]
     assert f"its summary.json carries config hash {wrong}, the plan trains {key} there with hash {planned}" in out
     assert summary.read_text() == json.dumps({"config_hash": wrong})  # read, never touched
-    assert "train" in _jobs(_dry_run(override, summary))  # still planned at the next build (marker unchanged)
+    assert not (tmp_path / "results" / "identity").exists()  # a dry run's marker is a temporary file
+    assert "train" in _jobs(_dry_run(override, summary))  # still planned at the next build
     # the workflow's retraining wrote the plan's run: nothing more to do, the marker stays an input
     time.sleep(0.01)
     _json(summary, {"config_hash": planned})

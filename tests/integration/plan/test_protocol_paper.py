@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from argent.config import deep_merge
+from argent.config_paths import derive_paths
+from argent.plan.dag import build_dag
 from tests.fixtures import ROOT
 
 GRIT, CC3M = "grit/shards/", "cc3m/shards/"
@@ -73,12 +75,13 @@ def dry_run(tmp_path_factory):
            "--configfile", "config/paper.yaml", str(override_file)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    assert not results.exists()  # a dry run writes nothing: the group configs are the DAG's, read in-process
     merged = deep_merge(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()), override)
-    return proc, merged, results
+    return proc, merged, build_dag(derive_paths(merged), ROOT).plan.configs
 
 
 def test_training_jobs_per_group_and_size_follow_the_papers(dry_run):
-    proc, _, results = dry_run
+    proc, _, group_configs = dry_run
     trains = _jobs(proc.stdout, "train")
     keys = Counter()
     for block in trains:
@@ -88,7 +91,7 @@ def test_training_jobs_per_group_and_size_follow_the_papers(dry_run):
         assert "--nproc_per_node 8" in block, block
     assert dict(keys) == {k: v[0] for k, v in EXPECTED.items()}
     for (group, _size), (_, steps, data) in EXPECTED.items():
-        gcfg = yaml.safe_load((results / "groups" / f"{group}.yaml").read_text())
+        gcfg = group_configs[group]  # what <results>/groups/<group>.yaml holds once a run writes it
         assert gcfg["train"]["steps"] == steps and gcfg["train"]["batch_size"] == 768, group
         assert data in gcfg["data"]["train_shards"], group
         assert gcfg["runs"]["gpus"] == 8 and gcfg["train"]["device"] == "cuda"

@@ -1,7 +1,8 @@
 """`snakemake -n` on the real Snakefile fills in the derived paths (argent/config_paths.py) before the
 DAG is built: moving `results:` moves the cleaned splits, negatives and image cache with it, and a
 path spelled into a results folder stops the build, naming the key (tests/unit/config/test_config_paths.py
-checks each key without Snakemake)."""
+checks each key without Snakemake). A dry run writes nothing: the effective config is read as the
+DAG build makes it (argent.plan.dag.Dag.files)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 
 import yaml
 
+from argent.plan.dag import build_dag
+from argent.workflow_config import load_config
 from tests.fixtures import ROOT
 
 
@@ -32,7 +35,9 @@ def test_moving_results_moves_every_derived_path(tmp_path):
     assert f"{results}/data/hiershapes/hierarcaps_clean.csv" in out  # ... and PEP reads it from there
     assert f"{results}/data/image_cache/hiershapes_train/cache.json" in out
     assert "results/data/" not in out.replace(f"{results}/data/", "")  # nothing of the default's folder
-    effective = yaml.safe_load((results / "workflow_config.yaml").read_text())
+    assert not results.exists()  # a dry run writes nothing (workflow/rules/common.smk)
+    dag = build_dag(load_config(ROOT / "config" / "quick.yaml", [f"results={results}"], base_dir=ROOT).raw, ROOT)
+    effective = yaml.safe_load(dag.files()[str(results / "workflow_config.yaml")])
     assert effective["benchmarks"]["hs_pep"]["negative_pool"] == f"{results}/data/hiershapes/negative_pool.csv"
     assert effective["data"]["negatives"] == f"{results}/data/negatives/hiershapes_train.parquet"
 

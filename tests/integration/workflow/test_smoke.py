@@ -17,6 +17,7 @@ import pytest
 from argent.io import flatten
 from argent.tracking import metric_key
 from tests.fixtures import ROOT, SHARED
+from tests.integration.workflow import readme
 
 RESULTS = ROOT / "results" / "smoke"
 SMOKE = ["--configfile", "config/smoke.yaml"]
@@ -116,6 +117,67 @@ def test_every_run_folder_is_complete(smoke_run):
     for run in runs:
         for name in ("config.yaml", "metrics.jsonl", "checkpoint.pt", "summary.json"):
             assert (run / name).is_file(), run / name
+
+
+def test_the_readme_commands_run_as_typed_after_the_first_look(smoke_run, tmp_path):
+    """Every fenced README command a reader runs after the install, in order, on the smoke run (the first
+    look's names rewritten: tests/integration/workflow/readme.py); each block is run or named as skipped."""
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "MLFLOW_DISABLE_TELEMETRY": "true", "OMP_NUM_THREADS": "1"}
+    ran, skipped = [], []
+    for lang, text in readme.blocks(ROOT / "README.md"):
+        text = readme.on_smoke(text)
+        if lang == "python":
+            proc = subprocess.run([sys.executable, "-c", text], cwd=ROOT, capture_output=True, text=True, env=env,
+                                  timeout=300)
+            assert proc.returncode == 0 and "argent" in proc.stdout, proc.stderr[-2000:]
+            ran.append("python")
+            continue
+        if "pip install" in text or "--profile profiles/slurm" in text or "gpu=8" in text:
+            skipped.append(text.splitlines()[0])  # the install (CI's own first step) and the GPU/cluster launches
+            continue
+        for command in readme.commands(text):
+            if command.startswith("mlflow ui"):
+                _check_mlflow_ui(command, env)
+            else:
+                line = command if command.startswith("source ") else f"source .venv/bin/activate && {command}"
+                proc = subprocess.run(["bash", "-c", line], cwd=ROOT, capture_output=True, text=True, env=env,
+                                      timeout=900)
+                assert proc.returncode == 0, f"{command}: {proc.stderr[-2000:]}"
+            ran.append(command)
+    (ROOT / "report.html").unlink(missing_ok=True)
+    assert any("--report" in c for c in ran) and any(c.startswith("argent plan") for c in ran), ran
+    assert "python" in ran and any(c.startswith("mlflow ui") for c in ran), ran
+    assert len(skipped) == 3, skipped  # the two install commands and the block of GPU launches
+
+
+def _check_mlflow_ui(command: str, env: dict[str, str]) -> None:
+    """Start the README's `mlflow ui` as typed, read the smoke run's runs through its REST API, stop it."""
+    import time
+    import urllib.request
+
+    server = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        base = "http://127.0.0.1:5000"
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=2)
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read()[-2000:]
+                time.sleep(1)
+        with urllib.request.urlopen(f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name=argent-smoke",
+                                    timeout=10) as reply:
+            experiment = json.load(reply)["experiment"]
+        request = urllib.request.Request(f"{base}/api/2.0/mlflow/runs/search", method="POST",
+                                         data=json.dumps({"experiment_ids": [experiment["experiment_id"]]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert len(json.load(reply).get("runs", [])) >= 6  # the smoke run's trainings and its tables run
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 @pytest.mark.skipif(not (SHARED / "hierarcaps").is_dir(), reason="../shared/data/hierarcaps absent: real-data stages not run")

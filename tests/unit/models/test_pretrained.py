@@ -329,7 +329,7 @@ def test_evaluate_cli_writes_where_the_tables_read(tmp_path: Path, monkeypatch: 
     config.write_text(yaml.safe_dump({"benchmarks": {"zs": {"protocol": "zeroshot", "root": str(root)}}}))
     results = tmp_path / "results"
     argv = ["--pretrained", f"meru:{checkpoint}", "--arch", "tiny", "--name", "hycoclip-T", "--results",
-            str(results), "--benchmark", "zs", "--config", str(config)]
+            str(results), "--benchmark", "zs", "--config", str(config), "--no-default"]  # the file alone
     assert evaluate_main(argv) == 0
     out = results / "eval" / "pretrained" / "hycoclip-T" / "seed0" / "zs.json"
     data = json.loads(out.read_text())

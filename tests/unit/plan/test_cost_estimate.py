@@ -5,7 +5,7 @@ import pytest
 
 from argent.cli import main as argent_main
 from argent.config import ConfigError
-from argent.plan.cost import cost_section, group_costs, summary_line, table
+from argent.plan.cost import PUBLISHED_MFU, PUBLISHED_MFU_SOURCE, cost_section, group_costs, summary_line, table
 from argent.plan.groups import build_plan
 from tests.fixtures import ROOT
 
@@ -24,8 +24,9 @@ def _plan(cfg: dict) -> tuple[str, str, list]:
     return table(costs), summary_line(costs, plan), costs
 
 
-# clip + argent at S, 1000 steps, batch 768, 8 GPUs: (34.65 + 69.31) TFLOP per step each at 35 % of 312 TFLOP/s
-CLIP_S, ARGENT_S = 34.653e12 / (8 * 0.35 * 312e12), 69.306e12 / (8 * 0.35 * 312e12)
+# clip + argent at S, 1000 steps, batch 768, 8 GPUs: (34.65 + 69.31) TFLOP per step each at the published
+# 13 % of 312 TFLOP/s (open_clip's ViT-B/16 on A100: docs/scaling.md §4)
+CLIP_S, ARGENT_S = 34.653e12 / (8 * 0.13 * 312e12), 69.306e12 / (8 * 0.13 * 312e12)
 HOURS = 1000 * (CLIP_S + ARGENT_S) * 8 / 3600
 
 
@@ -35,11 +36,24 @@ def test_a_size_without_a_step_time_shows_the_estimate_labelled_and_no_total():
     assert cost.estimate["S"].seconds == pytest.approx({"clip": CLIP_S, "argent": ARGENT_S}, rel=1e-3)
     # the main table still says unknown; the estimate has its own heading, table and group label
     assert "?       unknown GPU-h  unknown: set cost.step_seconds.S" in text
-    assert f"main: 2 runs trained, unknown GPU-h; estimate (FLOP model, not measured) ≈ {HOURS:,.1f} GPU-h" in text
-    assert "Estimate, not measured," in text and "cost.estimate_mfu 0.35 × cost.gpu_peak_tflops 312 TFLOP/s" in text
+    assert f"main: 2 runs trained, unknown GPU-h; estimate (FLOP model at 13 % MFU, not measured) ≈ {HOURS:,.1f} GPU-h" \
+        in text
+    # the MFU it assumes, and its source, beside the estimate: published until one is set
+    assert "Estimate, not measured," in text
+    assert f"cost.estimate_mfu 0.13 ({PUBLISHED_MFU_SOURCE}) × cost.gpu_peak_tflops 312 TFLOP/s" in text
     assert "34.7–69.3" in text
     assert "no measured step time" in line and "no estimate" not in line
-    assert f"FLOP-model estimate for the 1 group(s) not measured, not in the total: ≈ {HOURS:,.1f} GPU-h" in line
+    assert (f"FLOP-model estimate at 13 % MFU ({PUBLISHED_MFU_SOURCE}) for the 1 group(s) not measured, not in the "
+            f"total: ≈ {HOURS:,.1f} GPU-h") in line
+
+
+def test_the_default_mfu_is_the_published_one_and_a_set_one_is_named_as_the_configs():
+    assert PUBLISHED_MFU == 0.13 and cost_section({}).estimate_mfu == PUBLISHED_MFU
+    assert PUBLISHED_MFU_SOURCE.startswith("published: open_clip") and "docs/scaling.md" in PUBLISHED_MFU_SOURCE
+    text, line, (cost,) = _plan(_cfg({"estimate_mfu": 0.2}))
+    assert cost.estimate["S"].mfu_source == "config cost.estimate_mfu"
+    assert "cost.estimate_mfu 0.2 (config cost.estimate_mfu)" in text and "20 % MFU (config cost.estimate_mfu)" in line
+    assert "published" not in text + line
 
 
 def test_the_measured_total_stays_the_measured_total():
@@ -62,10 +76,10 @@ def test_the_measured_total_stays_the_measured_total():
 
 def test_config_values_change_the_estimate_and_bad_ones_are_named():
     base = _plan(_cfg())[2][0].estimated_hours()
-    faster = _plan(_cfg({"estimate_mfu": 0.7}))[2][0].estimated_hours()
+    faster = _plan(_cfg({"estimate_mfu": 2 * PUBLISHED_MFU}))[2][0].estimated_hours()
     h100 = _plan(_cfg({"gpu_peak_tflops": 989}))[2][0].estimated_hours()
     assert faster == pytest.approx(base / 2) and h100 == pytest.approx(base * 312 / 989)
-    assert "cost.estimate_mfu 0.7" in _plan(_cfg({"estimate_mfu": 0.7}))[0]
+    assert "cost.estimate_mfu 0.7 (config cost.estimate_mfu)" in _plan(_cfg({"estimate_mfu": 0.7}))[0]
     for cost, message in (({"estimate_mfu": 1.5}, r"cost\.estimate_mfu: 1\.5 is out of range"),
                           ({"gpu_peak_tflops": 0}, r"cost\.gpu_peak_tflops: 0(\.0)? is out of range"),
                           ({"gpu_peak_tflop": 989}, r"cost: unknown key\(s\) \['gpu_peak_tflop'\]"),
@@ -86,10 +100,12 @@ def test_paper_config_main_group_matches_the_docs_gpu_hours(capsys):
     assert argent_main(["plan", "--config", "config/paper.yaml", "--base-dir", str(ROOT),
                         "--set", "groups.negatives.optional=true"]) == 0
     out = capsys.readouterr().out
-    # docs/scaling.md §4: Table 2 ≈ 3,250 A100-hours, Table 3 ≈ 210 (ablations 49.4 + ablations_scale 159.1)
-    assert "main: 12 runs trained, unknown GPU-h; estimate (FLOP model, not measured) ≈ 3,246.6 GPU-h" in out
-    assert "ablations: 9 runs trained, unknown GPU-h; estimate (FLOP model, not measured) ≈ 49.4 GPU-h" in out
-    assert "ablations_scale: 4 runs trained, unknown GPU-h; estimate (FLOP model, not measured) ≈ 159.1 GPU-h" in out
+    # docs/scaling.md §4: Table 2 ≈ 8,740 A100-hours, Table 3 ≈ 560 (ablations 132.9 + ablations_scale 428.2)
+    assert "main: 12 runs trained, unknown GPU-h; estimate (FLOP model at 13 % MFU, not measured) ≈ 8,740.9 GPU-h" in out
+    assert "ablations: 9 runs trained, unknown GPU-h; estimate (FLOP model at 13 % MFU, not measured) ≈ 132.9 GPU-h" \
+        in out
+    assert ("ablations_scale: 4 runs trained, unknown GPU-h; estimate (FLOP model at 13 % MFU, not measured) "
+            "≈ 428.2 GPU-h") in out
     assert "no measured step time" in out.splitlines()[-1]
 
 

@@ -17,7 +17,7 @@ def test_nonzero_skip_counts_are_named_with_their_run_source_and_reason(tmp_path
            {"steps": 3, "skipped_samples": {"corrupt_image": 3, "blank_caption": 0}, "dropped_samples": {}})
     _write(run_dir(tmp_path, "main", "clip", "tiny", 0) / "summary.json", {"steps": 3, "skipped_samples": {}})
     _write(eval_dir(tmp_path, "main", "clip", "tiny", 0) / "hs_pep.json",
-           {"metrics": {}, "counts": {"n_items": 18, "skipped": {}, "dropped": {"unbalanced_quote": 2}}})
+           {"metrics": {"auc": 0.7}, "counts": {"n_items": 18, "skipped": {}, "dropped": {"unbalanced_quote": 2}}})
     rows = collect_skips(tmp_path)
     assert rows == [
         {"run": "main/argent-tiny/seed1", "source": "training", "kind": "skipped", "reason": "corrupt_image", "n": 3},
