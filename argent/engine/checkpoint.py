@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from argent.io import ArgentError, atomic_output
+from argent.io import ArgentError, atomic_output, os_error_in
 
 
 class CheckpointWriteError(ArgentError, OSError):
@@ -33,7 +33,7 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
                 f.flush()
                 os.fsync(f.fileno())
     except RuntimeError as err:
-        cause = _os_error_in(err)  # torch's writer wraps the OS's error (ENOSPC) in its own RuntimeError
+        cause = os_error_in(err)  # torch's writer wraps the OS's error (ENOSPC) in its own RuntimeError
         if cause is not None and cause.errno is not None:
             raise OSError(cause.errno, cause.strerror, str(path)) from err
         free = shutil.disk_usage(path.parent).free / 2**20
@@ -45,17 +45,6 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
         if err.filename is None and err.errno is not None:
             raise OSError(err.errno, err.strerror, str(path)) from err
         raise
-
-
-def _os_error_in(err: BaseException) -> OSError | None:
-    """The first OSError in ``err``'s chain of causes and contexts, if any."""
-    seen: set[int] = set()
-    while err is not None and id(err) not in seen:
-        if isinstance(err, OSError):
-            return err
-        seen.add(id(err))
-        err = err.__cause__ or err.__context__
-    return None
 
 
 def rng_state() -> dict[str, Any]:

@@ -70,6 +70,26 @@ def mlflow_command(results: Path, tracking_uri: str | None) -> str:
     return f"mlflow ui --backend-store-uri {shlex.quote(uri)} --host 127.0.0.1"
 
 
+# MLflow 3.17 opens every experiment on its GenAI view (traces) unless the page is told the workflow is
+# model training; the experiment's `mlflow.experimentKind` tag (argent sets it) is what earlier 3.x read.
+RUNS_PAGE = "http://127.0.0.1:5000/#/experiments/{id}/runs?workflowType=machine_learning"
+
+
+def runs_page(results: Path) -> str | None:
+    """The address of this run's training runs in ``mlflow ui`` (its default port), from the experiment
+    id a run folder recorded (``mlflow_run.json``); None when no run recorded one."""
+    import json
+
+    for record in sorted(Results(results).root.glob("runs/*/*/seed*/mlflow_run.json")):
+        try:
+            experiment = json.loads(record.read_text()).get("experiment_id")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(experiment, str) and experiment.isdigit():
+            return RUNS_PAGE.format(id=experiment)
+    return None
+
+
 def report_command(configfiles: list[str], config_args: list[str], cwd: Path | None = None) -> str:
     """The ``snakemake --report`` command that rebuilds this run's DAG: the same config files (relative
     to ``cwd``, the workflow's folder, where they lie in it) and ``--config`` values."""
@@ -105,6 +125,9 @@ def summary_lines(run: RunInfo) -> list[str]:
     why = run.left_out.get("claims", "see the tables job's log")
     lines.append(f"claims: {claims.line()}" if claims else f"claims: no claims table: {why}")
     lines.append(f"MLflow: {mlflow_command(run.results, run.tracking_uri)}")
+    page = runs_page(run.results) if run.tracking_uri == "" else None
+    if page:
+        lines.append(f"  then open {page}")
     lines.append(f"report: {report_command(run.configfiles, run.config_args)}")
     return lines
 

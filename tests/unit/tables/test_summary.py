@@ -79,3 +79,15 @@ def test_the_estimate_of_the_time_left_from_the_job_records(tmp_path):
                     f"÷ 2 cores); 1 job(s) of a kind never recorded here not counted")
     assert eta_line(records, [("tables", "")], cores=2) == ""  # nothing known: no line
     assert eta_line(tmp_path / "none", jobs, cores=2) == ""
+
+
+def test_the_summary_links_the_runs_page_of_this_runs_experiment(tmp_path, monkeypatch):
+    # MLflow 3.17 opens an experiment on its GenAI view unless the link says model training
+    results = _results(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    record = results / "runs" / "main" / "clip-tiny" / "seed0" / "mlflow_run.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"run_id": "abc", "experiment_id": "3"}')
+    lines = summary_lines(RunInfo(results, "", [], []))
+    assert "  then open http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning" in lines
+    assert not any("then open" in line for line in summary_lines(RunInfo(results, "http://host:5000", [], [])))
