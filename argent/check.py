@@ -97,7 +97,7 @@ def _objective_problems(workflow: WorkflowConfig, base_dir: Path) -> list[str]:
     validation benchmark writes), when the study runs: a typo passed ``snakemake -n`` and this check."""
     if not workflow.setting("tune", "enabled"):
         return []
-    from argent.tuning.objective import validation_benchmarks  # torch: only when a study runs
+    from argent.tuning.validation import validation_benchmarks
 
     try:
         validation_benchmarks(workflow.tune, workflow.raw, base_dir)

@@ -49,6 +49,7 @@ from argent.plan.targets import (
 from argent.tables.claims_spec import check_claims
 from argent.tables.config import claims_table
 from argent.tables.outputs import TABLES, TableChoice, choose_tables
+from argent.tuning.validation import validation_benchmarks
 from argent.workflow_config import WorkflowConfig, setting
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
@@ -316,6 +317,8 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     workflow = WorkflowConfig(config, "config", root)
     workflow.check_all()  # every section, typed key by key (argent.typed.SECTIONS; the schema only patterns)
     claims = check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
+    if setting(config, "tune", "enabled"):  # the study's benchmarks and metrics, before any trial trains
+        validation_benchmarks(workflow.tune, config, root)
     try:
         plan = build_plan(config, root)
     except ConfigError as err:

@@ -31,7 +31,7 @@ _LAZY = {
     "run_study": "argent.tuning.study",
     "sample_params": "argent.tuning.space",
     "study_spec": "argent.tuning.storage",
-    "validation_benchmarks": "argent.tuning.objective",
+    "validation_benchmarks": "argent.tuning.validation",
     "variant_overrides": "argent.tuning.space",
 }
 __all__ = sorted(_LAZY)

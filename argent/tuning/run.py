@@ -19,11 +19,11 @@ from argent.tuning.objective import (
     TrainingObjective,
     ValidationScorer,
     check_space_values,
-    validation_benchmarks,
     workflow_fingerprint,
 )
 from argent.tuning.storage import StoreLocked, StudySpec, TuneError, study_spec
 from argent.tuning.study import WorkerStopped, run_study
+from argent.tuning.validation import validation_benchmarks
 
 __all__ = ["TuneRequest", "run"]
 
