@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import argent.engine.cli as train_cli
+import argent.engine.trainer as trainer
 from argent.config import experiment_from_dict
 from argent.io import ReadError
 from argent.layout import eval_dir, run_dir
@@ -119,7 +119,8 @@ def test_a_run_trained_by_hand_with_the_workflows_config_has_the_workflows_ident
     DAG plans: the same hash as the train rule's `hash` param."""
     cfg, plan = smoke_plan
     seen = []
-    monkeypatch.setattr(train_cli, "train", lambda exp, out, resume: seen.append(exp.result_hash()) or {})
+    # the verb imports the trainer when it runs (its --help loads no torch): patch the trainer's module
+    monkeypatch.setattr(trainer, "train", lambda exp, out, resume: seen.append(exp.result_hash()) or {})
     dag = build_dag(cfg, ROOT)  # reads results/smoke, writes nothing
     group_file = tmp_path / "main.yaml"
     group_file.write_text(dag.files()[dag.group_config("main")])
@@ -194,13 +195,16 @@ def test_evaluate_refuses_a_run_that_is_not_the_one_its_folder_names(tmp_path, a
     train(exp, folder, batches=stream)
     planned = run_identity(build_plan(raw, ROOT).configs["main"], KEY, ROOT)
     out = tmp_path / "results" / "eval"
-    code, err = argent("evaluate", "--run", folder, "--benchmark", "zs", "--config", config, "--out-dir", out)
+    # the tiny config is a workflow of its own, read alone (evaluate merges over config/config.yaml otherwise)
+    code, err = argent("evaluate", "--run", folder, "--benchmark", "zs", "--config", config, "--out-dir", out,
+                       "--no-default")
     assert code == 2 and "Traceback" not in err, err
     assert exp.result_hash() in err and planned in err and str(folder) in err, err
     # a folder that names another variant than the run records (trained without --name)
     other = run_dir(tmp_path / "results", "main", "clip", "tiny", 0)
     shutil.copytree(folder, other)
-    code, err = argent("evaluate", "--run", other, "--benchmark", "zs", "--config", config, "--out-dir", out)
+    code, err = argent("evaluate", "--run", other, "--benchmark", "zs", "--config", config, "--out-dir", out,
+                       "--no-default")
     assert code == 2 and "records hycoclip-tiny seed 0" in err and "names clip-tiny seed 0" in err, err
     assert not out.exists()
 

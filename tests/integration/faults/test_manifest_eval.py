@@ -69,7 +69,8 @@ def test_evaluate_on_a_short_val_split(finished_run, val_dataset, tmp_path, arge
     difference counted and ``partial: true``; strict mode stops with one message and leaves the
     earlier result as it was."""
     out = tmp_path / "eval" / "hs_analysis.json"
-    run = ["--run", finished_run, "--benchmark", "hs_analysis", "--out", out, "--threads", "1"]
+    # a benchmarks file of its own (the default's hs_analysis would lend its HierarCaps paths): read alone
+    run = ["--run", finished_run, "--benchmark", "hs_analysis", "--out", out, "--threads", "1", "--no-default"]
     code, err = argent("evaluate", *run, "--config", analysis_config(tmp_path, val_dataset))
     assert code == 0, err
     whole = json.loads(out.read_text())

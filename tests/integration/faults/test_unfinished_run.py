@@ -39,7 +39,7 @@ def test_evaluating_an_unfinished_run_says_partial(unfinished_run, finished_run,
     out = tmp_path / "eval" / "hs_analysis.json"
     with caplog.at_level(logging.WARNING):
         code, err = argent("evaluate", "--run", unfinished_run, "--benchmark", "hs_analysis", "--out", out,
-                           "--config", config, "--threads", "1")
+                           "--config", config, "--threads", "1", "--no-default")  # its own benchmarks file
     assert code == 0, err
     result = json.loads(out.read_text())
     assert result["partial"] is True
@@ -48,7 +48,7 @@ def test_evaluating_an_unfinished_run_says_partial(unfinished_run, finished_run,
         f"{unfinished_run}: PARTIAL result, run unfinished: no summary.json (step 2 of 4)"]
 
     code, err = argent("evaluate", "--run", finished_run, "--benchmark", "hs_analysis", "--out", out,
-                       "--config", config, "--threads", "1")
+                       "--config", config, "--threads", "1", "--no-default")
     assert code == 0, err
     result = json.loads(out.read_text())
     assert result["partial"] is False and "partial_reason" not in result
