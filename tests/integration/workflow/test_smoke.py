@@ -148,7 +148,7 @@ def test_the_readme_commands_run_as_typed_after_the_first_look(smoke_run, tmp_pa
     (ROOT / "report.html").unlink(missing_ok=True)
     assert any("--report" in c for c in ran) and any(c.startswith("argent plan") for c in ran), ran
     assert "python" in ran and any(c.startswith("mlflow ui") for c in ran), ran
-    assert len(skipped) == 3, skipped  # the two install commands and the block of GPU launches
+    assert len(skipped) == 4, skipped  # the three install commands and the block of GPU launches
 
 
 def _check_mlflow_ui(command: str, env: dict[str, str]) -> None:
