@@ -24,7 +24,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError, ExperimentConfig, check_sections, experiment_from_dict
+from argent.config import (
+    ConfigError,
+    ExperimentConfig,
+    WorkflowConfig,
+    check_sections,
+    experiment_from_dict,
+    load_config,
+    setting,
+)
 from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.manifest import manifest_check, mismatch_message
 from argent.data.policy import BadDataError, BadDataPolicy
@@ -34,7 +42,6 @@ from argent.plan.groups import base_variant, build_plan
 from argent.plan.memory import shortfall, training_memory
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
 from argent.tables.claims_spec import check_claims
-from argent.workflow_config import WorkflowConfig, load_config, setting
 
 SAMPLE_RECORDS = 4
 
@@ -56,7 +63,7 @@ def _sample_shards(pattern: str, fmt: str, min_box_area: int) -> str:
 
 def _device_problems(devices: dict[str, str]) -> list[str]:
     """One line per device a job would ask for and not find ({device: the config key that asks})."""
-    from argent.runs import require_device  # torch: imported when a device is checked, not for --help
+    from argent.device import require_device  # torch: imported when a device is checked, not for --help
 
     problems = []
     for device, key in sorted(devices.items()):
@@ -222,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     # merged over config/config.yaml as Snakemake's --configfile does (the workflow's own merged file is a fixpoint)
     workflow = load_config(args.config, base_dir=args.base_dir, merge_default=not args.no_default)
-    workflow.check_all()  # every section, typed by its dataclass (argent.typed.SECTIONS)
+    workflow.check_all()  # every section, typed by its dataclass (argent.config.SECTIONS)
     check_claims(workflow.raw, args.base_dir)  # the claims file and its role map, as the tables job reads them
     findings = preflight(workflow.raw, args.base_dir, args.min_free_gb)
     for f in findings:

@@ -24,7 +24,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "probe": ("argent.probe.cli", "taxonomic-generalisation probe"),
     "tables": ("argent.tables", "aggregate evaluation JSON into tables and figures"),
     "track": ("argent.tracking.cli", "re-send a finished run's metrics.jsonl to MLflow"),
-    "restamp": ("argent.restamp", "re-stamp run folders of an older run identity after checking their config"),
+    "restamp": ("argent.restamp.cli", "re-stamp run folders of an older run identity after checking their config"),
 }
 
 EXPECTED_EXIT = 2  # an expected failure (bad input, damaged file, missing device, full disk): a message, no traceback

@@ -1,7 +1,7 @@
 """Lazy package exports (PEP 562), the one way argent's packages name their public API.
 
 A package's ``__init__`` imports nothing of its own: its public names are imported from their
-submodules on first use. So a torch-free module of a package (``argent.losses.kinds``,
+submodules on first use. So a torch-free module of a package (``argent.runs.layout``,
 ``argent.models.pretrained.section``, ...) can be imported without the package's torch-heavy rest,
 which the Snakefile, parsing on every job, must never pay for. Usage::
 

@@ -56,7 +56,7 @@ def bench_full(root: Path, jobs: int) -> dict:
 def bench_loader(shards: str, workers: int, batches: int, batch_size: int, image_size: int) -> dict:
     data_cfg = DataConfig(train_shards=shards, min_box_area=round(1024 * (64 / 224) ** 2), augment=True)
     loader = train_loader(data_cfg, batch_size=batch_size, image_size=image_size, context_length=32, use_boxes=True,
-                          seed=0, num_workers=workers, shuffle_buffer=1000)
+                          seed=0, data_streams=max(1, workers), num_workers=workers, shuffle_buffer=1000)
     it = iter(loader)
     next(it)  # warm-up: worker start, shuffle buffer fill
     start = time.perf_counter()

@@ -51,15 +51,14 @@ from typing import Any
 
 import torch
 
-from argent.config import ExperimentConfig
+from argent.config import ExperimentConfig, load_config
 from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.engine.trainer import train
 from argent.evaluation.benchmarks import parse_benchmark
 from argent.evaluation.runner import evaluate
 from argent.io import atomic_write_json
+from argent.models.trained import load_run
 from argent.plan.flops import step_flops
-from argent.runs import load_run
-from argent.workflow_config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 HIERSHAPES_CONFIG = ROOT / "config" / "config.yaml"  # the short run's data, model preset and benchmark entry

@@ -158,7 +158,8 @@ def argent_batches(shards: str, family: str, draft: bool, workers: int, batch: i
                    prev: bool = False) -> Iterator[int]:
     data_cfg = DataConfig(train_shards=shards, augment=True, decode_draft=draft)
     loader = train_loader(data_cfg, batch_size=batch, image_size=size, context_length=77,
-                          use_boxes=family == "argent", seed=0, num_workers=workers, shuffle_buffer=1000)
+                          use_boxes=family == "argent", seed=0, data_streams=max(1, workers), num_workers=workers,
+                          shuffle_buffer=1000)  # a stream per worker: every worker busy
     if not prev:
         return (len(b["key"]) for b in loader)
     with mock.patch.object(TrainStream, "_stack", staticmethod(_private_stack)):

@@ -28,8 +28,8 @@ from typing import Any
 
 import torch
 
+from argent.config import load_config
 from argent.engine.trainer import train
-from argent.workflow_config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

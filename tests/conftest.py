@@ -1,4 +1,4 @@
-"""The fixtures shared by the test folders, built from the helpers of tests/fixtures.py, and the
+"""The fixtures shared by the test folders, built from the helpers of tests/fixtures/, and the
 ``integration`` marker put on every test under tests/integration (so no file can forget it).
 
 Layout: tests/unit/<package>/ mirrors argent/ (tests/unit/core for the top-level modules, config for the

@@ -12,9 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, from_dict, section_of
-from argent.limits import check_device
-from argent.workflow_config import load_config
+from argent.config import ConfigError, check_device, from_dict, load_config, section_of
 
 
 @dataclass
@@ -99,5 +97,5 @@ def load_clean_section(config: str | Path | None, overrides: list[str] | tuple[s
                        merge_default: bool = True) -> CleanSection:
     """The ``clean:`` section of the workflow config file merged over config/config.yaml as Snakemake
     merges it (``merge_default=False``: the file alone; none: defaults), after
-    ``clean.<key>=<value>`` overrides (argent.workflow_config, the one door)."""
+    ``clean.<key>=<value>`` overrides (argent.config.workflow, the one door)."""
     return load_config(config, overrides, merge_default=merge_default, only="clean").clean

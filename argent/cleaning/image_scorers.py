@@ -1,6 +1,6 @@
 """Scorers and verifiers that look at the pixels: an argent checkpoint, open_clip, Hugging Face.
 
-- ``checkpoint:<run dir>`` — an argent run (``argent.runs.load_model``): images squeezed
+- ``checkpoint:<run dir>`` — an argent run (``argent.models.trained.load_model``): images squeezed
   to the model's size (retrieval protocol), cosine or −d.
 - ``open_clip:<arch>:<checkpoint file>`` — an open_clip model from a local checkpoint (optional).
 - ``hf:<folder>`` — a Hugging Face dual encoder with ``get_image_features``/``get_text_features``
@@ -28,7 +28,7 @@ from argent.cleaning.scorer_base import Scorer, ScorerUnavailable, Verifier, cos
 from argent.data.formats.hierarcaps import HierarCapsSample
 from argent.data.images import load_image, squeeze_transform
 from argent.models.tokenizer import tokenize
-from argent.runs import load_model
+from argent.models.trained import load_model
 
 
 def _load_images(samples: Sequence[HierarCapsSample], transform):

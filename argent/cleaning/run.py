@@ -36,7 +36,7 @@ from argent.cleaning.table1 import build_pool, false_negative_table, to_markdown
 from argent.data.formats.hierarcaps import HierarCapsSample, read_header_raw, read_hierarcaps_records
 from argent.data.policy import BadDataError, BadDataPolicy, mark_partial
 from argent.io import atomic_write_text, file_sha256
-from argent.layout import CleanFolder
+from argent.runs import CleanFolder
 
 log = logging.getLogger(__name__)
 FLOAT_PRECISION = 6  # written scores: enough to rank, stable across BLAS rounding in the last bits

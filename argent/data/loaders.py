@@ -1,19 +1,23 @@
-"""Training and evaluation loaders over the format readers.
+"""The training loader over the format readers.
 
 Training (``train_loader``): an infinite, shuffled stream of batch dicts (contract: "image",
 "text", "key"; with boxes "crop", "phrase"; with hard negatives "hard_text", "hard_concreteness",
 "has_hard"). How it stays exactly reproducible and resumable:
 
-- Shards are split by rank, then worker: worker role r of rank k reads ``shards[g::G]`` with
-  g = k·W + r, G = world_size·W (W = max(1, num_workers)); fewer shards than G is an error.
-- Each role builds its own stream: per epoch a seeded shard order, then records parsed and
+- Shards are split by rank, then into S data streams (``train.data_streams``, part of the run's
+  identity): stream s of rank k reads ``shards[g::G]`` with g = k·S + s, G = world_size·S; fewer
+  shards than G is an error. The loader's workers only share out the streams, so the batches do
+  not depend on ``num_workers``: W workers (the largest divisor of S that is at most
+  ``num_workers``) each own the streams s ≡ r (mod W) of their role r.
+- Each stream is built on its own: per epoch a seeded shard order, then records parsed and
   validated *without decoding images* (JSON, spans, boxes, image header; HyCoCLIP's crop rule),
   then a seeded shuffle buffer, then batches of B records, consecutive or in shape-contrast
   groups (``data.batching``, argent/data/batching.py). Batch boundaries therefore depend on the
   raw bytes only.
-- Global batch b comes from role b mod W as its local batch b div W (DataLoader's round robin);
-  a loader resumed at ``start_batch=k`` rotates roles so its first worker plays role k mod W, and
-  each role skips its earlier batches as raw records, decoding nothing.
+- Global batch b is stream b mod S's local batch b div S; it is made by role b mod W
+  (DataLoader's round robin). A loader resumed at ``start_batch=k`` rotates roles so its first
+  worker plays role k mod W, and each stream skips its earlier batches as raw records, decoding
+  nothing.
 - Every random draw after that (the box of each sample, RandomResizedCrop of image and crop) is
   seeded by (seed, rank, b, position in batch), independent of worker timing and of the caller's
   RNG (``torch.random.fork_rng``).
@@ -28,12 +32,12 @@ Bad samples follow ``data_cfg.bad_data``; each worker logs its counts after ever
 shards, and a pass with nothing usable is an error. The counts also travel with the batches to
 the trainer, which writes them to the run's ``summary.json`` (``argent.data.policy.skip_counts``).
 
-Evaluation: ``eval_image_loader`` (ordered images for classification/retrieval) and
-``grounded_eval_batches`` (ordered grounded/plain shards; the crop is the first kept box).
+The evaluation loaders (ordered, no shuffle) are argent/data/eval_loaders.py.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -42,17 +46,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, default_collate, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, default_collate, get_worker_info
 
 from argent.config import BatchingConfig, DataConfig
 from argent.data.batching import record_batches
-from argent.data.formats.grounded import (
-    DEFAULT_MIN_BOX_AREA,
-    GroundedRecord,
-    crop_region,
-    iter_records,
-    parse_sample,
-)
+from argent.data.formats.grounded import GroundedRecord, parse_sample
 from argent.data.hard_negatives import HardNegatives
 from argent.data.image_cache import (
     TRAIN_SCALE,
@@ -68,10 +66,9 @@ from argent.data.image_cache import (
     scale_box,
     to_float,
 )
-from argent.data.images import decode_image, eval_transform, load_image, pad_to_square, squeeze_transform
-from argent.data.manifest import check_against_manifest, check_named_shards
+from argent.data.manifest import check_against_manifest
 from argent.data.memo import EpochMemo
-from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches, resolve_policy
+from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches
 from argent.data.shards import expand_shards, iter_shard
 from argent.models.tokenizer import tokenize
 
@@ -107,6 +104,7 @@ class TrainStream(IterableDataset):
         seed: int,
         rank: int,
         world_size: int,
+        data_streams: int,
         num_workers: int,
         start_batch: int,
         shuffle_buffer: int,
@@ -130,7 +128,8 @@ class TrainStream(IterableDataset):
         self.seed = seed
         self.rank = rank
         self.world_size = world_size
-        self.n_roles = max(1, num_workers)
+        self.n_streams = data_streams  # per rank; the batches depend on it
+        self.n_roles = stream_workers(data_streams, num_workers)  # who makes them; they do not depend on it
         self.start_batch = start_batch
         self.shuffle_buffer = max(1, shuffle_buffer)
         self.negatives = negatives
@@ -261,19 +260,31 @@ class TrainStream(IterableDataset):
         info = get_worker_info()
         worker = info.id if info is not None else 0
         role = (worker + self.start_batch) % self.n_roles  # resumed loaders rotate roles (module doc)
-        g = self.rank * self.n_roles + role
-        shards = self.shards[g:: self.world_size * self.n_roles]
         self._cache = ImageCache(self.image_cache) if self.image_cache else None
         # A set small enough for the image cache is parsed once and, without augmentation, resized once.
         self._memo = EpochMemo(keep_records=self._cache is not None, keep_pixels=self._cache is not None and not self.augment)
-        policy = BadDataPolicy(self.bad_data)  # type: ignore[arg-type]
-        stream = self._shuffled(self._records(shards, g, policy), g)
-        skip = _role_skip(self.start_batch, role, self.n_roles)
-        for j, records in enumerate(record_batches(stream, self.batch_size, self.batching)):
-            if j >= skip:
-                # The running counts ride along to the trainer (CountedBatches takes them off).
-                yield {**self._batch(records, j * self.n_roles + role, policy), BATCH_COUNTS_KEY: (g, policy.snapshot())}
+        streams = {s: self._stream(s) for s in range(role, self.n_streams, self.n_roles)}
+        # This worker makes global batches start + worker, + W, ...: consecutive batches of each stream it owns.
+        for b in itertools.count(self.start_batch + worker, self.n_roles):
+            g, policy, batches = streams[b % self.n_streams]
+            # The running counts ride along to the trainer (CountedBatches takes them off).
+            yield {**self._batch(next(batches), b, policy), BATCH_COUNTS_KEY: (g, policy.snapshot())}
 
+    def _stream(self, s: int) -> tuple[int, BadDataPolicy, Iterator[list[GroundedRecord]]]:
+        """Stream s of this rank: its number g, its bad-data counts, and its record batches from the
+        first one at or after ``start_batch`` (the earlier ones skipped as raw records)."""
+        g = self.rank * self.n_streams + s
+        shards = self.shards[g:: self.world_size * self.n_streams]
+        policy = BadDataPolicy(self.bad_data)  # type: ignore[arg-type]
+        batches = record_batches(self._shuffled(self._records(shards, g, policy), g), self.batch_size, self.batching)
+        skip = _role_skip(self.start_batch, s, self.n_streams)
+        return g, policy, itertools.islice(batches, skip, None)
+
+
+def stream_workers(data_streams: int, num_workers: int) -> int:
+    """The loader's worker roles: the largest divisor of ``data_streams`` that is at most
+    ``max(1, num_workers)``, so that every stream belongs to one worker."""
+    return max(w for w in range(1, min(data_streams, max(1, num_workers)) + 1) if data_streams % w == 0)
 
 def train_loader(
     data_cfg: DataConfig,
@@ -285,32 +296,40 @@ def train_loader(
     seed: int,
     rank: int = 0,
     world_size: int = 1,
+    data_streams: int = 1,
     num_workers: int = 0,
     start_batch: int = 0,
     shuffle_buffer: int = 4000,
     negatives_mode: str | None = None,
     worker_init_fn: Callable[[int], None] | None = None,
 ) -> CountedBatches:
-    """Infinite training batches (module doc); deterministic for fixed (seed, rank, world_size, num_workers).
+    """Infinite training batches (module doc); deterministic for fixed (seed, rank, world_size,
+    data_streams), whatever ``num_workers`` is (it only shares the streams out).
 
     ``negatives_mode`` picks the rows of ``data_cfg.negatives`` (needed when the file holds
     several modes); ``shuffle_buffer`` is TrainConfig.shuffle_buffer; ``worker_init_fn`` runs in each
     worker process (the trainer's leaves the stop signals to the main process). ``data_cfg.image_cache``, when
     set and built from these shards, serves decoded images (the same batches, bit for bit).
     """
-    if batch_size < 1 or image_size < 1 or not 0 <= rank < world_size or num_workers < 0 or start_batch < 0:
-        raise ValueError(f"train_loader: bad arguments batch_size={batch_size} image_size={image_size} "
-                         f"rank={rank} world_size={world_size} num_workers={num_workers} start_batch={start_batch}")
+    if (batch_size < 1 or image_size < 1 or not 0 <= rank < world_size or num_workers < 0 or start_batch < 0
+            or data_streams < 1):
+        raise ValueError(f"train_loader: bad arguments batch_size={batch_size} image_size={image_size} rank={rank} "
+                         f"world_size={world_size} data_streams={data_streams} num_workers={num_workers} "
+                         f"start_batch={start_batch}")
     if use_boxes and data_cfg.format != "grounded":
         raise BadDataError(f"data.format: {data_cfg.format!r} has no boxes, but the variant uses boxes; use grounded shards")
     shards = expand_shards(data_cfg.train_shards)
-    n_streams = world_size * max(1, num_workers)
+    n_streams = world_size * data_streams
     if len(shards) < n_streams:
         raise BadDataError(
-            f"{data_cfg.train_shards}: {len(shards)} shard(s) for {world_size} rank(s) × {max(1, num_workers)} "
-            f"worker(s) = {n_streams} streams; every stream needs its own shard. Write more, smaller shards "
-            "(e.g. argent synth --shard-size) or use fewer workers."
+            f"{data_cfg.train_shards}: {len(shards)} shard(s) for {world_size} rank(s) × {data_streams} data "
+            f"stream(s) (train.data_streams) = {n_streams} streams; every stream needs its own shard. Write more, "
+            "smaller shards (e.g. argent synth --shard-size) or use fewer data streams."
         )
+    workers = stream_workers(data_streams, num_workers) if num_workers else 0
+    if workers != num_workers:
+        log.info("train.num_workers %d: %d loader worker(s) share the %d data stream(s) (a worker owns whole streams; "
+                 "the batches are the same for any worker count)", num_workers, workers, data_streams)
     cache_folder = data_cfg.image_cache
     if cache_folder and open_cache(cache_folder, shards) is None:
         cache_folder = ""  # open_cache logged why
@@ -326,87 +345,13 @@ def train_loader(
     stream = TrainStream(
         shards, fmt=data_cfg.format, min_box_area=data_cfg.min_box_area, bad_data=data_cfg.bad_data,
         batch_size=batch_size, image_size=image_size, context_length=context_length, use_boxes=use_boxes,
-        augment=data_cfg.augment, seed=seed, rank=rank, world_size=world_size, num_workers=num_workers,
+        augment=data_cfg.augment, seed=seed, rank=rank, world_size=world_size, data_streams=data_streams,
+        num_workers=workers,
         start_batch=start_batch, shuffle_buffer=shuffle_buffer, negatives=negatives, image_cache=str(cache_folder),
         batching=data_cfg.batching, decode_draft=data_cfg.decode_draft,
     )
-    return CountedBatches(DataLoader(stream, batch_size=None, num_workers=num_workers,
-                                     prefetch_factor=2 if num_workers else None, persistent_workers=False,
+    return CountedBatches(DataLoader(stream, batch_size=None, num_workers=workers,
+                                     prefetch_factor=2 if workers else None, persistent_workers=False,
                                      worker_init_fn=worker_init_fn),
                           base=once_policy)
 
-
-# ------------------------------------------------------------------------------------------------
-# Evaluation
-# ------------------------------------------------------------------------------------------------
-
-
-class ImagePaths(Dataset):
-    """Map-style dataset of image files -> float32 (3,S,S); a bad file raises ``BadDataError``."""
-
-    def __init__(self, paths: Sequence[str | Path], image_size: int, squeeze: bool = False) -> None:
-        self.paths = [Path(p) for p in paths]
-        self.transform = squeeze_transform(image_size) if squeeze else eval_transform(image_size)
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, index: int) -> torch.Tensor:
-        return self.transform(load_image(self.paths[index]))
-
-
-def eval_image_loader(
-    paths: Sequence[str | Path], *, image_size: int, batch_size: int = 64, squeeze: bool = False, num_workers: int = 0
-) -> DataLoader:
-    """Ordered batches of float32 (B,3,S,S) images: Resize+CenterCrop, or a plain S×S resize when ``squeeze``."""
-    return DataLoader(ImagePaths(paths, image_size, squeeze), batch_size=batch_size, shuffle=False,
-                      num_workers=num_workers, drop_last=False)
-
-
-def grounded_eval_batches(
-    pattern: str | Path | Sequence[str | Path],
-    *,
-    batch_size: int,
-    image_size: int,
-    context_length: int,
-    use_boxes: bool = True,
-    min_box_area: int = DEFAULT_MIN_BOX_AREA,
-    fmt: str = "grounded",
-    policy: BadDataPolicy | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Ordered batches (shards sorted, file order) of a grounded/plain set, eval transform, no shuffle.
-
-    Same keys as training batches; the crop/phrase is each sample's first kept box. ``policy``
-    collects the skipped samples, and the shards' differences from their data set's manifest
-    (argent/data/manifest.py; compared before the first batch).
-    """
-    if use_boxes and fmt != "grounded":
-        raise BadDataError(f"{pattern}: {fmt!r} shards have no boxes; pass use_boxes=False")
-    policy = resolve_policy(policy)
-    check_named_shards(pattern, policy)
-    tf = eval_transform(image_size)
-    chunk: list[tuple[GroundedRecord, Any]] = []
-
-    def emit() -> dict[str, Any]:
-        batch: dict[str, Any] = {
-            "image": torch.stack([tf(pad_to_square(img) if fmt == "grounded" else img) for _, img in chunk]),
-            "text": tokenize([r.caption for r, _ in chunk], context_length),
-            "key": [r.key for r, _ in chunk],
-        }
-        if use_boxes:
-            batch["crop"] = torch.stack([tf(crop_region(img, r.regions[0].box)) for r, img in chunk])
-            batch["phrase"] = tokenize([r.regions[0].phrase for r, _ in chunk], context_length)
-        return batch
-
-    for record in iter_records(pattern, fmt=fmt, min_box_area=min_box_area, policy=policy):  # type: ignore[arg-type]
-        try:
-            image = decode_image(record.image_bytes, record.where)
-        except BadDataError:
-            policy.bad("corrupt_image", f"{record.where}: image does not decode")
-            continue
-        chunk.append((record, image))
-        if len(chunk) == batch_size:
-            yield emit()
-            chunk = []
-    if chunk:
-        yield emit()

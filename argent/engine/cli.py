@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from argent.limits import threads
+from argent.config import threads
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,11 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import yaml
 
-    from argent.config import ConfigError, check_name
+    from argent.config import ConfigError, check_name, load_config, strict_yaml
     from argent.engine.trainer import configure_logging, train
     from argent.tracking import catalogue_tags
-    from argent.typed import strict_yaml
-    from argent.workflow_config import load_config
 
     configure_logging()
     extra = None

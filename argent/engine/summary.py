@@ -8,8 +8,7 @@ from typing import Any
 
 from argent.config import IDENTITY_VERSION, ExperimentConfig
 from argent.io import atomic_output
-from argent.layout import RunFolder
-from argent.runs import read_metrics
+from argent.runs import RunFolder, read_metrics
 
 PERF_PREFIX = "perf/"  # wall-clock numbers: logged, but not part of the reproducible record
 

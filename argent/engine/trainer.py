@@ -6,11 +6,15 @@ number), ``checkpoint.pt`` (model, optimiser, scheduler, step, RNG states, confi
 
 A SIGUSR1 or SIGTERM (a scheduler's warning, a time limit, a preemption) stops the loop at the next
 step boundary with a checkpoint of that step (argent/engine/preemption.py): a resume loses nothing.
+
+``_train`` reads top to bottom as its phases: ``_set_up`` (device, seeded model, optimiser, scheduler,
+objective, the folder), ``_resume`` (a checkpoint into the run; a finished run returns its summary),
+``_start_loop`` (towers, batch stream, tracker, metrics file), ``_steps`` (the step loop) and ``_finish``
+(summary, provenance, promotion, tracker). What they share is one ``RunState``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -25,15 +29,16 @@ from typing import Any
 import torch
 import yaml
 
-from argent.config import IDENTITY_VERSION, ConfigError, DataConfig, ExperimentConfig
-from argent.data.loaders import train_loader
+from argent.config import ConfigError, ExperimentConfig
 from argent.data.policy import skip_counts
+from argent.device import require_device
 from argent.engine import distributed as dist_utils
-from argent.engine.checkpoint import atomic_torch_save, rng_state, set_rng_state
+from argent.engine.checkpoint import atomic_torch_save
 from argent.engine.optim import build_optimizer, build_scheduler
-from argent.engine.preemption import Preempted, StopRequest, quiet_worker
+from argent.engine.preemption import Preempted, StopRequest
 from argent.engine.progress import Progress
-from argent.engine.provenance import merge_segments, provenance, run_record
+from argent.engine.provenance import provenance, run_record
+from argent.engine.run_state import RunState
 from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the engine's public step API)
     BatchEncoder,
     autocast,
@@ -43,22 +48,26 @@ from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the 
     hard_negatives,
     to_device,
 )
-from argent.engine.summary import COUNT_KEYS, PERF_PREFIX, add_counts, plot_curves, run_summary
+from argent.engine.summary import PERF_PREFIX, add_counts, plot_curves, run_summary
+from argent.engine.train_data import (  # noqa: F401  (negatives_config: re-exported, the trainer's name for it)
+    negatives_config,
+    report_negatives_coverage,
+)
+from argent.engine.train_data import train_stream as _loader
 from argent.io import ArgentError, atomic_write_text, flatten, read_json
-from argent.layout import RunFolder, default_tracking_uri
 from argent.losses import Objective
 from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder, build_model
-from argent.negatives.io import summary_path
 from argent.runs import (  # noqa: F401  (ResumeMismatch: the engine's name for it)
     ResumeMismatch,
+    RunFolder,
     clean_stale,
+    default_tracking_uri,
     hold_writer,
     holds_a_run,
     promote,
     read_checkpoint,
     read_metrics,
-    require_device,
     resume_state,
     write_provenance,
 )
@@ -66,27 +75,22 @@ from argent.tracking import RUN_RECORD, Tracker, run_tags
 
 log = logging.getLogger("argent.train")
 
+Batches = Callable[[int], Iterator[dict[str, Any]]]
+BatchHook = Callable[[int, dict[str, Any]], dict[str, Any]]
+OnCheckpoint = Callable[[int, DualEncoder], None]
+
 
 class TrainingDiverged(ArgentError, RuntimeError):
     """A loss term became NaN/inf; the message names the step, the term and the last good checkpoint."""
-
-
-# ---- the loop ------------------------------------------------------------------------------
-
-
-def _truncate_metrics(path: Path, last_step: int) -> None:
-    """Drop records written after the checkpoint we resume from (they will be recomputed)."""
-    rows = [r for r in read_metrics(path) if r["step"] <= last_step]
-    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def train(
     cfg: ExperimentConfig,
     out_dir: str | Path,
     resume: str = "no",
-    batches: Callable[[int], Iterator[dict[str, Any]]] | None = None,
-    batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
-    on_checkpoint: Callable[[int, DualEncoder], None] | None = None,
+    batches: Batches | None = None,
+    batch_hook: BatchHook | None = None,
+    on_checkpoint: OnCheckpoint | None = None,
     preemptible: bool = True,
 ) -> dict[str, Any]:
     """Train one run. ``resume``: "no" (start fresh), "strict" (continue from the checkpoint; refuse one
@@ -120,216 +124,258 @@ def train(
         stop.restore()
 
 
-def _train(
-    cfg: ExperimentConfig,
-    out_dir: str | Path,
-    resume: str,
-    batches: Callable[[int], Iterator[dict[str, Any]]] | None,
-    batch_hook: Callable[[int, dict[str, Any]], dict[str, Any]] | None,
-    on_checkpoint: Callable[[int, DualEncoder], None] | None,
-    stop: StopRequest,
-) -> dict[str, Any]:
-    run = RunFolder(Path(out_dir))
+# ---- the loop, as its phases ---------------------------------------------------------------
+
+
+def _train(cfg: ExperimentConfig, out_dir: str | Path, resume: str, batches: Batches | None,
+           batch_hook: BatchHook | None, on_checkpoint: OnCheckpoint | None, stop: StopRequest) -> dict[str, Any]:
+    """``train`` inside its writer's lock: set up, resume, the step loop, finish."""
+    r = _set_up(cfg, RunFolder(Path(out_dir)))
+    finished = _resume(r, resume)
+    if finished is not None:
+        return finished
+    _start_loop(r, batches)
+    try:
+        _steps(r, batch_hook, on_checkpoint, stop)
+        return _finish(r)
+    except BaseException as err:
+        if r.is_main:
+            r.tracker.finish("KILLED" if isinstance(err, Preempted) else "FAILED")
+        raise
+    finally:
+        r.stream = None  # the loader's workers ignore stop signals: shut them down in order now (preemption.py)
+        if r.metrics_file:
+            r.metrics_file.close()
+        r.progress.close()
+        r.ctx.cleanup()
+
+
+def _set_up(cfg: ExperimentConfig, run: RunFolder) -> RunState:
+    """The device (and process group), the seeded model, its optimiser, scheduler and objective; rank 0
+    makes the folder and clears what a killed run left in it."""
     require_device(cfg.train.device)
     ctx = dist_utils.setup(cfg.train.device)
-    device, is_main = ctx.device, ctx.rank == 0
     if cfg.train.deterministic:
         torch.use_deterministic_algorithms(True)
     config_hash = cfg.result_hash()
     cfg_dict = cfg.to_dict()
-    segments = [provenance(device)]  # what this run ran on, outside its identity (argent/engine/provenance.py)
+    segments = [provenance(ctx.device)]
 
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, cfg.variant.geometry).to(device)
+    model = build_model(cfg.model, cfg.variant.geometry).to(ctx.device)
     optimizer = build_optimizer(model, cfg.optim)
     scheduler = build_scheduler(optimizer, cfg.optim, cfg.train.steps)
-    objective = Objective(cfg.variant)
-    step, skipped = 0, 0
-    earlier_counts: dict[str, Any] | None = None  # the data counts of the segments before a resume (the checkpoint's)
-
-    if is_main:
+    r = RunState(cfg, run, run, ctx, config_hash, cfg_dict, segments, model, optimizer, scheduler, Objective(cfg.variant))
+    if r.is_main:
         run.root.mkdir(parents=True, exist_ok=True)
         clean_stale(run)  # also promotes a finished staged run a kill left behind
-    state, files = resume_state(run, resume, config_hash, device, is_main)
+    return r
+
+
+def _resume(r: RunState, resume: str) -> dict[str, Any] | None:
+    """Continue from the checkpoint ``resume`` allows, or start fresh (staged in a folder that holds a
+    run); rank 0 writes the resolved config. A run already finished with this config: its summary
+    (rank 0; {} on the others), with nothing written. None: train."""
+    state, r.files = resume_state(r.run, resume, r.config_hash, r.device, r.is_main)
     if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step, skipped = int(state["step"]), int(state.get("skipped", 0))
-        earlier_counts = state.get("data_counts")  # None in a checkpoint of before they were kept
-        if earlier_counts is None and step >= cfg.train.steps:
-            earlier_counts = _summary_counts(files, step)  # such a run's summary of the same steps keeps them
-        set_rng_state(state["rng"])
-        segments = merge_segments(list(state.get("provenance") or []), segments[-1])
-        if is_main:
-            _truncate_metrics(files.metrics, step)
-            log.info("resumed %s at step %d", files.root, step)
-        if step >= cfg.train.steps and files.summary.is_file():
+        r.load(state)
+        if r.step >= r.cfg.train.steps and r.files.summary.is_file():
             # Finished already: its summary (with the data counts of the passes that trained it) stays
             # as it is; re-writing it from a resumed stream that reads nothing would zero them.
-            finished = read_json(files.summary)
-            if finished.get("config_hash") == config_hash:
-                log.info("%s: already finished at step %d with this config; nothing to do", files.root, step)
-                if is_main and files != run:
-                    promote(files, run)  # a staged run whose promotion was cut short: finish it
-                ctx.cleanup()
-                return finished if is_main else {}
-    elif holds_a_run(run):
+            finished = read_json(r.files.summary)
+            if finished.get("config_hash") == r.config_hash:
+                log.info("%s: already finished at step %d with this config; nothing to do", r.files.root, r.step)
+                if r.is_main and r.files != r.run:
+                    promote(r.files, r.run)  # a staged run whose promotion was cut short: finish it
+                r.ctx.cleanup()
+                return finished if r.is_main else {}
+    elif holds_a_run(r.run):
         # A fresh run into a folder that holds a run is staged until it has finished: whatever stops
         # it (a bad config, a NaN at step 3, a kill), the folder's earlier run stays whole.
-        files = run.staging
-        if is_main:
+        r.files = r.run.staging
+        if r.is_main:
             # An unfinished staged re-run of another config, discarded (clean_stale promoted a finished one).
-            shutil.rmtree(files.root, ignore_errors=True)
-            files.root.mkdir(parents=True)
-    if is_main:
-        atomic_write_text(files.config, yaml.safe_dump(cfg_dict, sort_keys=False))
+            shutil.rmtree(r.files.root, ignore_errors=True)
+            r.files.root.mkdir(parents=True)
+    if r.is_main:
+        atomic_write_text(r.files.config, yaml.safe_dump(r.cfg_dict, sort_keys=False))
+    return None
 
-    encoder = ctx.wrap(BatchEncoder(model, cfg.variant.use_boxes))
+
+def _start_loop(r: RunState, batches: Batches | None) -> None:
+    """What the loop trains and writes through: the (wrapped, compiled) towers, the batch stream from
+    the run's step, the tracker, the progress line and, on rank 0, the metrics file."""
+    cfg, ctx = r.cfg, r.ctx
+    r.encoder = ctx.wrap(BatchEncoder(r.model, cfg.variant.use_boxes))
     if cfg.train.compile:
-        encoder = compile_step(encoder, "the towers")
+        r.encoder = compile_step(r.encoder, "the towers")
     per_rank = cfg.train.batch_size // ctx.world_size
     if per_rank * ctx.world_size != cfg.train.batch_size:
         raise ConfigError(f"train.batch_size {cfg.train.batch_size} is not divisible by the world size {ctx.world_size}")
-    stream = batches(step) if batches else _loader(cfg, per_rank, ctx, start_batch=step)
+    r.stream = batches(r.step) if batches else _loader(cfg, per_rank, ctx, start_batch=r.step)
 
-    tracker = Tracker(cfg.tracking.uri or default_tracking_uri(run.root),
-                      cfg.tracking.experiment, f"{cfg.variant_name}-{cfg.size}-seed{cfg.seed}",
-                      run_tags(cfg_dict, run.root, config_hash),
-                      enabled=cfg.tracking.enabled and is_main, record=run.root / RUN_RECORD)
-    if is_main:
-        tracker.log_params(cfg_dict)
-    synced = len(read_metrics(files.metrics)) if is_main else 0
-    data_skips: dict[str, Any] = {}
+    r.tracker = Tracker(cfg.tracking.uri or default_tracking_uri(r.run.root),
+                        cfg.tracking.experiment, f"{cfg.variant_name}-{cfg.size}-seed{cfg.seed}",
+                        run_tags(r.cfg_dict, r.run.root, r.config_hash),
+                        enabled=cfg.tracking.enabled and r.is_main, record=r.run.root / RUN_RECORD)
+    if r.is_main:
+        r.tracker.log_params(r.cfg_dict)
+    r.synced = len(read_metrics(r.files.metrics)) if r.is_main else 0
+    r.first_step = r.step
+    r.progress = Progress(cfg.train.steps, r.step, enabled=r.is_main)
+    r.model.train()
+    r.t_last = time.perf_counter()
+    r.metrics_file = r.files.metrics.open("a") if r.is_main else None
 
-    def save(at_step: int) -> None:
-        nonlocal synced, data_skips
-        # The run's data counts so far: the earlier segments' plus this one's (a collective under DDP:
-        # every rank saves at the same steps). A segment that trained no step (resumed at the end) read
-        # nothing of its own; its loader's counts made once per process repeat the earlier segment's.
-        fresh = at_step > first_step or earlier_counts is None
-        data_skips = add_counts(earlier_counts or {}, skip_counts(stream) if fresh else None)
-        if not is_main:
-            return
-        atomic_torch_save({
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "step": at_step, "skipped": skipped, "rng": rng_state(), "config_hash": config_hash,
-            "identity_version": IDENTITY_VERSION, "provenance": segments, "data_counts": data_skips,
-        }, files.checkpoint)
-        rows = read_metrics(files.metrics)
-        tracker.log_metrics(rows[synced:])
-        synced = len(rows)
 
-    first_step = step
-    progress = Progress(cfg.train.steps, step, enabled=is_main)
-    model.train()
-    t_last, n_last, wait_s = time.perf_counter(), 0, 0.0
-    metrics_file = files.metrics.open("a") if is_main else None
-    try:
-        while step < cfg.train.steps:
-            t_wait = time.perf_counter()
-            batch = next(stream)
-            wait_s += time.perf_counter() - t_wait
-            logs_now = is_main and ((step + 1) % cfg.train.log_every == 0 or step + 1 == cfg.train.steps)
-            if batch_hook:
-                batch = batch_hook(step, batch)
-            batch = to_device(batch, device)
-            with autocast(cfg, device):
-                emb, curv, scale = encoder(batch)
-            hard = hard_negatives(emb, batch)
-            out = objective(emb, curv=curv, logit_scale=scale, geometry=cfg.variant.geometry, hard=hard,
-                            with_diagnostics=logs_now)
-            bad = first_bad_term(out.total, out.terms)
-            if bad is not None:
-                if cfg.train.nan_policy == "skip" and skipped < cfg.train.max_skipped_steps:
-                    skipped += 1
-                    optimizer.zero_grad(set_to_none=True)
-                    log.warning("step %d: loss term %r is not finite; step skipped (%d so far)", step, bad, skipped)
-                    step += 1
-                    scheduler.step()
-                    continue
-                last = f"{files.checkpoint} (step {_checkpoint_step(files.checkpoint)})" \
-                    if files.checkpoint.exists() else "none (no checkpoint was written yet)"
-                if files != run:
-                    last += f"; the earlier run in {run.root} is untouched"
-                raise TrainingDiverged(
-                    f"step {step}: loss term {bad!r} is {out.terms.get(bad, out.total).detach().float().cpu().tolist()}; "
-                    f"stopped with nothing written for this step. Last good checkpoint: {last}. "
-                    f"Lower optim.lr, check the data, or set train.nan_policy: skip."
-                )
-            optimizer.zero_grad(set_to_none=True)
-            out.total.backward()
-            if cfg.optim.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
-            optimizer.step()
-            model.clamp_scalars_()  # bounds live on the stored scalars (docs in argent/models/dual_encoder.py)
-            scheduler.step()
-            step += 1
-            n_last += cfg.train.batch_size
+def _steps(r: RunState, batch_hook: BatchHook | None, on_checkpoint: OnCheckpoint | None, stop: StopRequest) -> None:
+    """The step loop, to train.steps: a batch, the loss, the NaN policy, the update, rank 0's metrics
+    record, the checkpoints and a stop request."""
+    cfg = r.cfg
+    while r.step < cfg.train.steps:
+        t_wait = time.perf_counter()
+        batch = next(r.stream)
+        r.wait_s += time.perf_counter() - t_wait
+        logs_now = r.is_main and ((r.step + 1) % cfg.train.log_every == 0 or r.step + 1 == cfg.train.steps)
+        if batch_hook:
+            batch = batch_hook(r.step, batch)
+        batch = to_device(batch, r.device)
+        with autocast(cfg, r.device):
+            emb, curv, scale = r.encoder(batch)
+        hard = hard_negatives(emb, batch)
+        out = r.objective(emb, curv=curv, logit_scale=scale, geometry=cfg.variant.geometry, hard=hard,
+                          with_diagnostics=logs_now)
+        if _skipped(r, out):
+            continue
+        _update(r, out)
+        if r.is_main and (r.step % cfg.train.log_every == 0 or r.step == cfg.train.steps):
+            _log_step(r, out, emb, curv)
+        else:
+            r.progress.advance(r.step)
+        _checkpoint(r, on_checkpoint, stop)
 
-            if is_main and (step % cfg.train.log_every == 0 or step == cfg.train.steps):
-                record = {"step": step, "lr": scheduler.get_last_lr()[0], "loss": out.total.item()}
-                record.update({f"loss/{k}": v.item() for k, v in out.terms.items()})
-                record.update(model.scalars())
-                record["skipped_steps"] = skipped
-                if step % cfg.train.diagnostics_every == 0 or step == cfg.train.steps:
-                    with torch.no_grad():
-                        record.update({f"diag/{k}": v for k, v in
-                                       loss_diagnostics(emb, curv.detach(), cfg.variant).items()})
-                        record.update({f"diag/{k}": v for k, v in out.diagnostics.items()})
-                now = time.perf_counter()
-                record[PERF_PREFIX + "samples_per_s"] = n_last / max(now - t_last, 1e-9)
-                # Share of the window's wall time spent waiting for the loader (docs/throughput.md).
-                record[PERF_PREFIX + "data_wait"] = wait_s / max(now - t_last, 1e-9)
-                t_last, n_last, wait_s = now, 0, 0.0
-                metrics_file.write(json.dumps(record) + "\n")
-                metrics_file.flush()
-                progress.update(step, record)
-            else:
-                progress.advance(step)
-            if step % cfg.train.checkpoint_every == 0 and step < cfg.train.steps:
-                save(step)
-                if on_checkpoint and is_main:
-                    model.eval()
-                    with torch.no_grad():
-                        on_checkpoint(step, model)
-                    model.train()
-            if step < cfg.train.steps and stop.agreed(device, ctx.world_size):
-                if step % cfg.train.checkpoint_every:
-                    save(step)
-                if ctx.world_size > 1:
-                    torch.distributed.barrier()  # no rank leaves before rank 0's checkpoint is on disk
-                raise stop.stopped(f"stopped on {stop.received} at step {step} of {cfg.train.steps}, checkpoint "
-                                   f"{files.checkpoint} written; {_continues(stop.received)} at step {step}", step)
-        save(step)  # sets data_skips: bad samples by reason, all ranks, every segment (in the checkpoint too)
-        if is_main:
-            trained = step - (0 if earlier_counts else first_step)  # the counts' steps: every segment's if kept
-            report_negatives_coverage(cfg, data_skips, trained * cfg.train.batch_size)
-            metrics_file.close()
-            metrics_file = None
-            summary = {**run_summary(cfg, files, step, skipped, config_hash), **data_skips}
-            tracker.log_metrics([{"step": step, **flatten(data_skips, sep="/")}])
-            plot_curves(files)
-            write_provenance(files, run_record(segments))
-            atomic_write_text(files.summary, json.dumps(summary, indent=2))
-            if files != run:  # the staged re-run has finished: only now does it replace the earlier run
-                promote(files, run)
-                files = run
-            for path in (files.config, files.summary, files.curves, files.provenance):
-                tracker.log_artifact(path)
-            tracker.finish()
-            return summary
+
+def _skipped(r: RunState, out: Any) -> bool:
+    """train.nan_policy on a loss term that is not finite: the step skipped (``skip``, within
+    train.max_skipped_steps: True), else ``TrainingDiverged`` naming the last good checkpoint.
+    False: the loss is finite."""
+    bad = first_bad_term(out.total, out.terms)
+    if bad is None:
+        return False
+    if r.cfg.train.nan_policy == "skip" and r.skipped < r.cfg.train.max_skipped_steps:
+        r.skipped += 1
+        r.optimizer.zero_grad(set_to_none=True)
+        log.warning("step %d: loss term %r is not finite; step skipped (%d so far)", r.step, bad, r.skipped)
+        r.step += 1
+        r.scheduler.step()
+        return True
+    last = f"{r.files.checkpoint} (step {int(read_checkpoint(r.files.checkpoint)['step'])})" \
+        if r.files.checkpoint.exists() else "none (no checkpoint was written yet)"
+    if r.files != r.run:
+        last += f"; the earlier run in {r.run.root} is untouched"
+    raise TrainingDiverged(
+        f"step {r.step}: loss term {bad!r} is {out.terms.get(bad, out.total).detach().float().cpu().tolist()}; "
+        f"stopped with nothing written for this step. Last good checkpoint: {last}. "
+        f"Lower optim.lr, check the data, or set train.nan_policy: skip."
+    )
+
+
+def _update(r: RunState, out: Any) -> None:
+    """Backward, the clipped gradient, the optimiser's and the scheduler's step: one step trained."""
+    r.optimizer.zero_grad(set_to_none=True)
+    out.total.backward()
+    if r.cfg.optim.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(r.model.parameters(), r.cfg.optim.grad_clip)
+    r.optimizer.step()
+    r.model.clamp_scalars_()  # bounds live on the stored scalars (docs in argent/models/dual_encoder.py)
+    r.scheduler.step()
+    r.step += 1
+    r.n_last += r.cfg.train.batch_size
+
+
+def _log_step(r: RunState, out: Any, emb: Any, curv: torch.Tensor) -> None:
+    """Rank 0's metrics record of the step just trained: losses, scalars, diagnostics, throughput."""
+    cfg, step = r.cfg, r.step
+    record = {"step": step, "lr": r.scheduler.get_last_lr()[0], "loss": out.total.item()}
+    record.update({f"loss/{k}": v.item() for k, v in out.terms.items()})
+    record.update(r.model.scalars())
+    record["skipped_steps"] = r.skipped
+    if step % cfg.train.diagnostics_every == 0 or step == cfg.train.steps:
+        with torch.no_grad():
+            record.update({f"diag/{k}": v for k, v in loss_diagnostics(emb, curv.detach(), cfg.variant).items()})
+            record.update({f"diag/{k}": v for k, v in out.diagnostics.items()})
+    now = time.perf_counter()
+    record[PERF_PREFIX + "samples_per_s"] = r.n_last / max(now - r.t_last, 1e-9)
+    # Share of the window's wall time spent waiting for the loader (docs/throughput.md).
+    record[PERF_PREFIX + "data_wait"] = r.wait_s / max(now - r.t_last, 1e-9)
+    r.t_last, r.n_last, r.wait_s = now, 0, 0.0
+    r.metrics_file.write(json.dumps(record) + "\n")
+    r.metrics_file.flush()
+    r.progress.update(step, record)
+
+
+def _checkpoint(r: RunState, on_checkpoint: OnCheckpoint | None, stop: StopRequest) -> None:
+    """Every train.checkpoint_every steps a checkpoint (then ``on_checkpoint`` on rank 0); on a stop
+    request every rank agrees on, a checkpoint of this step and ``Preempted`` (or ``Interrupted``)."""
+    step, steps, every = r.step, r.cfg.train.steps, r.cfg.train.checkpoint_every
+    if step % every == 0 and step < steps:
+        _save(r, step)
+        if on_checkpoint and r.is_main:
+            r.model.eval()
+            with torch.no_grad():
+                on_checkpoint(step, r.model)
+            r.model.train()
+    if step < steps and stop.agreed(r.device, r.ctx.world_size):
+        if step % every:
+            _save(r, step)
+        if r.ctx.world_size > 1:
+            torch.distributed.barrier()  # no rank leaves before rank 0's checkpoint is on disk
+        raise stop.stopped(f"stopped on {stop.received} at step {step} of {steps}, checkpoint "
+                           f"{r.files.checkpoint} written; {_continues(stop.received)} at step {step}", step)
+
+
+def _save(r: RunState, at_step: int) -> None:
+    """The run's data counts so far; rank 0 writes the checkpoint of ``at_step`` and sends the tracker
+    the metrics records written since the last one."""
+    # The earlier segments' counts plus this one's (a collective under DDP: every rank saves at the same
+    # steps). A segment that trained no step (resumed at the end) read nothing of its own; its loader's
+    # counts made once per process repeat the earlier segment's.
+    fresh = at_step > r.first_step or r.earlier_counts is None
+    r.data_skips = add_counts(r.earlier_counts or {}, skip_counts(r.stream) if fresh else None)
+    if not r.is_main:
+        return
+    atomic_torch_save(r.checkpoint(at_step), r.files.checkpoint)
+    rows = read_metrics(r.files.metrics)
+    r.tracker.log_metrics(rows[r.synced:])
+    r.synced = len(rows)
+
+
+def _finish(r: RunState) -> dict[str, Any]:
+    """The last checkpoint; on rank 0 the summary (written last), curves, provenance, a staged re-run's
+    promotion and the tracker's artifacts. Rank 0 returns the summary, the others {}."""
+    cfg, step = r.cfg, r.step
+    _save(r, step)  # sets data_skips: bad samples by reason, all ranks, every segment (in the checkpoint too)
+    if not r.is_main:
         return {}
-    except BaseException as err:
-        if is_main:
-            tracker.finish("KILLED" if isinstance(err, Preempted) else "FAILED")
-        raise
-    finally:
-        stream = None  # the loader's workers ignore stop signals: shut them down in order now (preemption.py)
-        if metrics_file:
-            metrics_file.close()
-        progress.close()
-        ctx.cleanup()
+    trained = step - (0 if r.earlier_counts else r.first_step)  # the counts' steps: every segment's if kept
+    report_negatives_coverage(cfg, r.data_skips, trained * cfg.train.batch_size)
+    r.metrics_file.close()
+    r.metrics_file = None
+    summary = {**run_summary(cfg, r.files, step, r.skipped, r.config_hash), **r.data_skips}
+    r.tracker.log_metrics([{"step": step, **flatten(r.data_skips, sep="/")}])
+    plot_curves(r.files)
+    write_provenance(r.files, run_record(r.segments))
+    atomic_write_text(r.files.summary, json.dumps(summary, indent=2))
+    if r.files != r.run:  # the staged re-run has finished: only now does it replace the earlier run
+        promote(r.files, r.run)
+        r.files = r.run
+    for path in (r.files.config, r.files.summary, r.files.curves, r.files.provenance):
+        r.tracker.log_artifact(path)
+    r.tracker.finish()
+    return summary
+
+
+# ---- helpers -------------------------------------------------------------------------------
 
 
 def _continues(received: str | None) -> str:
@@ -337,74 +383,6 @@ def _continues(received: str | None) -> str:
     if received == "SIGINT":
         return "`argent train --resume` (or the workflow, run again) continues"
     return "the workflow's retry (or `argent train --resume`) continues"
-
-
-def report_negatives_coverage(cfg: ExperimentConfig, data_skips: dict[str, Any], trained: int) -> None:
-    """One line when training samples had no hard negative, beside the share the miner itself found
-    none for (its summary): a much larger share means the parquet was mined from other shards."""
-    missing = (data_skips.get("dropped_samples") or {}).get("no_hard_negative", 0)
-    if not missing or cfg.variant.hard_negatives == "none":
-        return
-    parquet = Path(negatives_config(cfg).negatives)
-    mined = "unknown (no miner summary beside it)"
-    try:
-        record = read_json(summary_path(parquet))
-        found = record["modes"][cfg.variant.hard_negatives]["negatives"]
-        mined = f"{100 * (1 - found / max(record['captions'] - record['empty_captions'], 1)):.1f} %"
-    except (ArgentError, KeyError, TypeError):  # absent or torn summary, or another layout
-        pass
-    log.warning("%d of the %d samples trained on (%.1f %%) had no hard negative in %s; the miner found none for "
-                "%s of the captions it read. A much larger share here means the parquet was mined from other "
-                "shards: re-run `argent mine` on data.train_shards", missing, trained,
-                100 * missing / max(trained, 1), parquet, mined)
-
-
-def _summary_counts(files: RunFolder, step: int) -> dict[str, Any] | None:
-    """The data counts of the folder's summary.json when it is the summary of ``step`` (e.g. one left
-    with a stale hash by a re-stamp whose summary write failed); None otherwise."""
-    try:
-        summary = read_json(files.summary) if files.summary.is_file() else None
-    except ArgentError:
-        return None
-    if not isinstance(summary, dict) or summary.get("steps") != step:
-        return None
-    return {key: summary[key] for key in COUNT_KEYS if isinstance(summary.get(key), dict)} or None
-
-
-def _checkpoint_step(path: Path) -> int:
-    return int(read_checkpoint(path)["step"])
-
-
-def _loader(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistContext, start_batch: int) -> Iterator[dict]:
-    if not cfg.data.train_shards:
-        raise ConfigError("data.train_shards: no training shards configured (a glob of .tar files)")
-    return iter(train_loader(
-        negatives_config(cfg), batch_size=per_rank, image_size=cfg.model.image_size, context_length=cfg.model.context_length,
-        use_boxes=cfg.variant.use_boxes, seed=cfg.seed, rank=ctx.rank, world_size=ctx.world_size,
-        num_workers=cfg.train.num_workers, start_batch=start_batch, shuffle_buffer=cfg.train.shuffle_buffer,
-        negatives_mode=None if cfg.variant.hard_negatives == "none" else cfg.variant.hard_negatives,
-        worker_init_fn=quiet_worker,
-    ))
-
-
-def negatives_config(cfg: ExperimentConfig) -> DataConfig:
-    """The data config with ``negatives`` resolved to the parquet of the variant's slot mode.
-
-    ``data.negatives`` may name the parquet itself or the folder ``argent mine`` writes
-    (``train-<mode>.parquet`` per mode). A variant without hard negatives trains without them.
-    """
-    mode = cfg.variant.hard_negatives
-    if mode == "none":
-        return dataclasses.replace(cfg.data, negatives="")
-    path = Path(cfg.data.negatives)
-    if not cfg.data.negatives:
-        raise ConfigError(f"variant {cfg.variant_name!r} uses hard_negatives: {mode}, but data.negatives is empty; "
-                         f"mine them first (argent mine) and point data.negatives at the output folder")
-    if path.is_dir():
-        path = path / f"train-{mode}.parquet"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: hard negatives for mode {mode!r} not found; run argent mine --mode {mode}")
-    return dataclasses.replace(cfg.data, negatives=str(path))
 
 
 def configure_logging() -> None:

@@ -25,10 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, check_name, from_dict
+from argent.config import ConfigError, check_name, check_range, from_dict, load_config, named
 from argent.evaluation.templates import resolve_templates
-from argent.typed import check_range, named
-from argent.workflow_config import load_config
 
 __all__ = [
     "PROTOCOLS",
@@ -277,7 +275,7 @@ def benchmarks_section(raw: dict[str, Any], base_dir: str | Path | None = None) 
 def load_benchmark(config_path: str | Path, name: str, base_dir: str | Path | None = None,
                    overrides: list[str] | tuple[str, ...] = ()) -> CommonOptions:
     """The validated entry ``benchmarks.<name>`` of a workflow config file alone (``--set`` overrides
-    on top; argent.workflow_config, the one door)."""
+    on top; argent.config.workflow, the one door)."""
     return load_config(config_path, overrides, base_dir=base_dir, merge_default=False).benchmark(name)
 
 

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from argent.limits import threads
+from argent.config import threads
 
 if TYPE_CHECKING:
     import torch
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from argent.cli import explain
-    from argent.config import ConfigError
+    from argent.config import ConfigError, load_config
     from argent.data.policy import BadDataError
     from argent.data.taxonomy import TaxonomyError
     from argent.evaluation.encoding import reuse_image_embeddings
@@ -81,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     from argent.io import atomic_write_json
     from argent.models.pretrained import PretrainedError
     from argent.tracking import log_evaluation, log_pretrained
-    from argent.workflow_config import load_config
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.threads:
@@ -137,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
 def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]:
     """(model, the JSON head fields of its source, the output folder) for --run or --pretrained."""
     from argent.io import file_sha256
-    from argent.layout import pretrained_eval_dir
     from argent.models.pretrained import load_pretrained, parse_spec
-    from argent.runs import load_run
+    from argent.models.trained import load_run
+    from argent.runs import pretrained_eval_dir
 
     if args.run:
         if args.arch or args.name:
@@ -172,9 +171,9 @@ def check_attribution(run: Path, head: dict, raw: dict, base_dir: Path) -> None:
     or seed, or, when the folder is the one the config's plan trains that key into, one whose identity
     hash (the checkpoint's, ``head['config_hash']``) is not the plan's (``argent train --name`` can
     give a folder's name to any variant). A folder outside the layout is evaluated as it is."""
-    from argent.layout import RUNS_DIR, RunFolder, run_dir, run_parts
     from argent.plan.groups import RunKey, build_plan
     from argent.plan.targets import IdentityError, check_stamp
+    from argent.runs import RUNS_DIR, RunFolder, run_dir, run_parts
 
     root = Path(run).resolve()
     if len(root.parents) < 4 or root.parents[2].name != RUNS_DIR or "-" not in root.parent.name:

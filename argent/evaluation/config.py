@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from argent.typed import check_range
+from argent.config import check_range
 
 __all__ = ["EvaluateSection"]
 

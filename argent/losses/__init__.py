@@ -1,9 +1,9 @@
 """Training losses: contrastive, entailment (cone / adaptive), norm regulariser, Cement margin.
 
 ``Objective(variant)`` composes them from a ``VariantConfig``; ``diagnostics`` reports geometry
-health (angles, cone collapse, norms). ``kinds`` is the registry of entailment loss kinds, torch-free
-(the workflow checks every variant with it while it parses). Names are imported on first use
-(``argent.lazy``), so importing ``argent.losses.kinds`` does not import torch.
+health (angles, cone collapse, norms). The registry of entailment loss kinds, which names the per-pair
+losses of ``entailment``, is argent/config/loss_kinds.py (torch-free: the workflow checks every variant
+with it while it parses). Names are imported on first use (``argent.lazy``).
 """
 
 from argent.lazy import lazy_exports

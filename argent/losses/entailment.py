@@ -1,8 +1,8 @@
 """Entailment terms on (parent, child) pairs: MERU/HyCoCLIP's cone hinge and ARGENT's adaptive
 Huber loss (docs/method.md §3).
 
-A kind's per-pair loss is registered in ``argent.losses.kinds.ENTAILMENT_KINDS`` with the variant fields it
-reads (``cone_pair_loss``, ``adaptive_pair_loss``). Pair types are named parent_child (``argent.variant.PAIR_TYPES``): text_image (caption ⊒ image),
+A kind's per-pair loss is registered in ``argent.config.ENTAILMENT_KINDS`` with the variant fields it
+reads (``cone_pair_loss``, ``adaptive_pair_loss``). Pair types are named parent_child (``argent.config.PAIR_TYPES``): text_image (caption ⊒ image),
 phrase_crop (phrase ⊒ crop), crop_image (crop ⊒ image), phrase_text (phrase ⊒ caption). Each pair
 type's loss is the mean over the batch; ``reduce_pairs`` combines the per-type means.
 
@@ -18,9 +18,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from argent import geometry as geo
+from argent.config import ENTAILMENT_KINDS, INTRA_PAIRS, VariantConfig
 from argent.losses._precision import full, no_autocast
-from argent.losses.kinds import ENTAILMENT_KINDS
-from argent.variant import INTRA_PAIRS, VariantConfig
 
 __all__ = [
     "PAIR_ITEMS",
@@ -132,7 +131,7 @@ def pair_losses(emb: dict[str, Tensor], curv: float | Tensor, variant: VariantCo
     Empty when ``variant.entailment`` is "none". Raises KeyError naming the missing item when a
     pair's parent or child embedding is absent.
     """
-    kind = ENTAILMENT_KINDS[variant.entailment]  # the registry (argent/losses/kinds.py); VariantConfig checked the name
+    kind = ENTAILMENT_KINDS[variant.entailment]  # the registry (argent/config/loss_kinds.py); VariantConfig checked the name
     if not kind.loss:
         return {}
     loss = kind.loss_fn()

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, from_dict, section_of
-from argent.workflow_config import load_config
+from argent.config import ConfigError, from_dict, load_config, section_of
 
 MODES = ("concrete", "abstract", "random")
 OPERATORS = ("replace_noun", "replace_att", "swap_noun", "swap_att")
@@ -94,5 +93,5 @@ def load_negatives_section(config: str | Path | None, overrides: list[str] | tup
                            merge_default: bool = True) -> MiningConfig:
     """The ``negatives:`` section of the workflow config file merged over config/config.yaml as Snakemake
     merges it (``merge_default=False``: the file alone; none: defaults), after
-    ``negatives.<key>=<value>`` overrides (argent.workflow_config, the one door)."""
+    ``negatives.<key>=<value>`` overrides (argent.config.workflow, the one door)."""
     return load_config(config, overrides, merge_default=merge_default, only="negatives").negatives

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from argent.config import load_config
 from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
 from argent.plan.groups import Plan, build_plan, left_out_lines
-from argent.workflow_config import load_config
 
 
 def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:

@@ -22,11 +22,11 @@ from typing import Any
 
 import yaml
 
-from argent.config import ConfigError
+from argent.config import ConfigError, WorkflowConfig, setting
 from argent.io import file_sha256, write_text_if_changed
-from argent.layout import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
 from argent.models.pretrained.section import PretrainedEntry, available_entries
 from argent.plan.cost import cost_line
+from argent.plan.group_entries import runs_section
 from argent.plan.groups import (
     TUNED_VARIANT,
     Plan,
@@ -34,7 +34,6 @@ from argent.plan.groups import (
     build_plan,
     left_out_lines,
     run_identity,
-    runs_section,
     uses_negatives,
 )
 from argent.plan.targets import (
@@ -45,12 +44,13 @@ from argent.plan.targets import (
     identity_mismatches,
     mining_jobs,
     probe_runs,
+    refuse_carried_stamps,
 )
+from argent.runs import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
 from argent.tables.claims_spec import check_claims
 from argent.tables.config import claims_table
 from argent.tables.outputs import TABLES, TableChoice, choose_tables
 from argent.tuning.validation import validation_benchmarks
-from argent.workflow_config import WorkflowConfig, setting
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
 
@@ -86,7 +86,7 @@ class Dag:
 
     def setting(self, section: str, key: str | None = None) -> Any:
         """``<section>.<key>`` (or the top-level value ``<section>``) as configured, else its type's
-        default, the only one (``argent.typed.setting``)."""
+        default, the only one (``argent.config.setting``)."""
         return setting(self.config, section, key)
 
     # ---- paths ----------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ class Dag:
         return [str(Path(self.run_dir(k)) / SUMMARY) for k in self.plan.trained]
 
     def run_hash(self, key: RunKey) -> str:
-        """The run's identity (argent/identity.py): changes iff the run's result can change."""
+        """The run's identity (argent/runs/identity.py): changes iff the run's result can change."""
         try:
             return run_identity(self.plan.configs[key.group], key, self.root)
         except ConfigError as err:
@@ -175,7 +175,7 @@ class Dag:
 
     def run_resource(self, group: str, key: str) -> Any:
         """``runs.<key>`` of the group's config (its overrides over the base), else its one default
-        (``argent.plan.groups.RunResources``)."""
+        (``argent.plan.group_entries.RunResources``)."""
         return setting(self.plan.configs[group], "runs", key)
 
     def launcher(self, group: str) -> list[str]:
@@ -315,7 +315,7 @@ class Dag:
 def build_dag(config: dict[str, Any], root: Path) -> Dag:
     """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
     workflow = WorkflowConfig(config, "config", root)
-    workflow.check_all()  # every section, typed key by key (argent.typed.SECTIONS; the schema only patterns)
+    workflow.check_all()  # every section, typed key by key (argent.config.SECTIONS; the schema only patterns)
     claims = check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
     if setting(config, "tune", "enabled"):  # the study's benchmarks and metrics, before any trial trains
         validation_benchmarks(workflow.tune, config, root)
@@ -329,6 +329,7 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     benchmarks = choose_benchmarks(config, root)
     notes += benchmarks.skipped.values()
     stale = identity_mismatches(plan, root, Path(setting(config, "results")))  # reads the summaries, writes nothing
+    refuse_carried_stamps(stale, Path(setting(config, "results")))
     notes += [m.line() for m in stale.values()]
     probe = probe_runs(config, plan)
     tables = choose_tables(config, plan, claims, bool(probe)) if claims else TableChoice(TABLES)

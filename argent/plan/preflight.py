@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from argent.config import setting
 from argent.evaluation.benchmarks import IMAGES, ITEMS, SIDE, entry_paths
-from argent.layout import is_under
-from argent.typed import setting
+from argent.runs import is_under
 
 __all__ = ["Finding", "benchmark_findings", "is_produced", "missing_required", "produced_prefixes"]
 

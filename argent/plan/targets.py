@@ -16,14 +16,12 @@ from typing import Any
 
 import yaml
 
-from argent.config import ConfigError, check_name
+from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, check_name, setting, strict_yaml
 from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
 from argent.io import ArgentError, ReadError, read_json_object
-from argent.layout import SUMMARY, Results, is_under, probe_result, run_dir
 from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment, uses_negatives
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
-from argent.typed import strict_yaml
-from argent.workflow_config import setting
+from argent.runs import SUMMARY, Results, is_under, probe_result, run_dir
 
 __all__ = ["BenchmarkChoice", "IdentityError", "IdentityMismatch", "benchmark_data_inputs", "choose_benchmarks",
            "check_stamp", "identity_mismatches", "mining_jobs", "planned_hash", "probe_runs", "stamped_hash"]
@@ -163,6 +161,26 @@ def stamped_hash(path: Path) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def stamped_version(path: Path) -> int | None:
+    """The ``identity_version`` a summary records (None: none, as before run identity v1)."""
+    value = read_json_object(path).get("identity_version")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def refuse_carried_stamps(stale: dict[RunKey, IdentityMismatch], results: Path) -> None:
+    """Finished runs stamped under a carried identity version (argent/config/experiment.py CARRIED_VERSIONS; v1
+    hashed paths) are not retrained because the encoding changed: the DAG stops once, with the command
+    that carries them over (``argent restamp``, which refuses a run whose config did change)."""
+    carried = [m for m in stale.values() if m.version is not None and m.version in CARRIED_VERSIONS]
+    if carried:
+        raise ConfigError(
+            f"{len(carried)} finished run(s) in {results} carry a run identity v{carried[0].version} stamp "
+            f"(e.g. {carried[0].folder}); v{IDENTITY_VERSION} hashes no paths, so every hash moved. Carry them over "
+            f"without retraining: argent restamp --results {results} --config <this config>, then the "
+            f"`snakemake --cleanup-metadata ...` line it prints; a run it refuses (its config did change) "
+            f"you retrain by moving its folder out of {results}")
+
+
 @dataclass(frozen=True)
 class IdentityMismatch:
     """A finished run folder whose ``summary.json`` carries another hash than the plan trains there."""
@@ -172,6 +190,7 @@ class IdentityMismatch:
     found: str       # the summary's config_hash ("none": it carries none; "unreadable")
     planned: str
     summary_mtime_ns: int  # the DAG's marker is made newer than this
+    version: int | None = None  # the identity version the summary records (None: none)
 
     def line(self) -> str:
         return (f"argent: {self.folder}: its {SUMMARY} carries config hash {self.found}, the plan trains "
@@ -195,9 +214,9 @@ def identity_mismatches(plan: Plan, base_dir: Path, results: Path) -> dict[RunKe
         except OSError:
             continue  # unfinished or absent: the train job runs anyway
         try:
-            found = stamped_hash(summary) or "none"
+            found, version = stamped_hash(summary) or "none", stamped_version(summary)
         except ReadError:
-            found = "unreadable"
+            found, version = "unreadable", None
         try:
             planned = planned_hash(plan, key, base_dir, results)
         except ConfigError:
@@ -205,7 +224,7 @@ def identity_mismatches(plan: Plan, base_dir: Path, results: Path) -> dict[RunKe
                 raise
             planned = None  # a malformed best.yaml: left to the train job, which reads it and names it
         if planned is not None and found != planned:
-            out[key] = IdentityMismatch(key, str(folder), found, planned, stat.st_mtime_ns)
+            out[key] = IdentityMismatch(key, str(folder), found, planned, stat.st_mtime_ns, version)
     return out
 
 

@@ -8,10 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from argent.config import ConfigError
+from argent.config import ConfigError, threads
 from argent.data.policy import BadDataError
 from argent.data.taxonomy import TaxonomyError
-from argent.limits import threads
 from argent.probe.config import ProbeOptions, load_probe_section
 from argent.probe.protocol import SPLITS
 

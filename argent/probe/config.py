@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, from_dict
-from argent.layout import DEFAULT_HIERSHAPES, HiershapesFolder
-from argent.workflow_config import load_config
+from argent.config import ConfigError, from_dict, load_config
+from argent.runs import DEFAULT_HIERSHAPES, HiershapesFolder
 
 ABLATIONS = ("random", "systematic")
 SHUFFLES = ("none", "across", "within")
@@ -106,6 +105,6 @@ def load_probe_section(config: str | Path | None, overrides: list[str] | tuple[s
                        merge_default: bool = True) -> ProbeSection:
     """The ``probe:`` section of the workflow config file merged over config/config.yaml as Snakemake
     merges it (``merge_default=False``: the file alone; none: defaults), after
-    ``probe.<key>=<value>`` overrides (argent.workflow_config, the one door). The probe reads no
+    ``probe.<key>=<value>`` overrides (argent.config.workflow, the one door). The probe reads no
     other section, so an override elsewhere would do nothing; it is refused."""
     return load_config(config, overrides, merge_default=merge_default, only="probe").probe

@@ -23,11 +23,11 @@ from argent.data.policy import BadDataPolicy, mark_partial
 from argent.data.taxonomy import Taxonomy
 from argent.evaluation.encoding import encode_images, encode_texts, image_transform
 from argent.io import atomic_write_json
+from argent.models.trained import load_model
 from argent.probe.conditions import ProbeEmbeddings, run_probe
 from argent.probe.config import ProbeOptions, ProbeSection
 from argent.probe.metrics import CI_METHOD
 from argent.probe.projector import SCORING, model_text_space
-from argent.runs import load_model
 
 log = logging.getLogger(__name__)
 from argent.probe.protocol import PROTOCOL, SCHEMA_VERSION, Hierarchy, hierarchy_from_taxonomy, question_text

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
+from argent.config import ConfigError, strict_yaml
 from argent.tables.config import claims_table
-from argent.typed import ConfigError, strict_yaml
 
 EXPECT = ("better", "worse", "equal")
 CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note"}

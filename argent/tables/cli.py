@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from argent.cli import EXPECTED_EXIT
-from argent.workflow_config import load_config
+from argent.config import load_config
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,10 +22,9 @@ from typing import Any
 import polars as pl
 
 from argent.io import ReadError, flatten
-from argent.layout import SUMMARY, Results, RunFolder, eval_dir, run_dir, run_parts
 from argent.plan.groups import Plan
 from argent.plan.targets import check_stamp
-from argent.runs import read_metrics
+from argent.runs import SUMMARY, Results, RunFolder, eval_dir, read_metrics, run_dir, run_parts
 from argent.tables.readers import read_evaluation, read_summary
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,

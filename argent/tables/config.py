@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argent.typed import ConfigError, check_range, from_dict, section_of
+from argent.config import ConfigError, check_range, from_dict, section_of
 
 __all__ = ["AblationsTable", "ClaimsTable", "Column", "MainTable", "MetricRef", "Row", "RowGroup",
            "TablesSection", "claims_table", "tables_section"]

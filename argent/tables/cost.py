@@ -1,7 +1,7 @@
 """Every job's cost: Snakemake's job records (its ``benchmark:`` TSVs) aggregated into ``cost.{md,csv}``.
 
 Each workflow rule writes a job record ``<results>/benchmarks/<stage>/[<group>/]<job>.tsv``, read by
-``argent.job_records`` (which also owns the job names: a run's job ``<variant>-<size>-seed<k>`` gives
+``argent.runs.job_records`` (which also owns the job names: a run's job ``<variant>-<size>-seed<k>`` gives
 the variant). The tables:
 
 - per stage: jobs, total and mean wall seconds, share of the summed wall time, peak ``max_rss``,
@@ -22,14 +22,14 @@ import sys
 from pathlib import Path
 
 from argent.io import atomic_write_text
-from argent.job_records import JobRecord, read_job_records
+from argent.runs import JobRecord, read_job_records
 
 COLUMNS = ("stage", "variant", "jobs", "total_wall_s", "mean_wall_s", "share_of_wall", "peak_max_rss_mb", "cpu_s")
 
 
 def run_cpu_seconds(jobs: list[JobRecord], stage: str = "train") -> dict[tuple[str, str, str], float]:
     """Mean CPU seconds of one run of ``stage`` per (group, variant, size), from the job records
-    (``argent.job_records.read_job_records``; a job whose CPU time was not measured is left out)."""
+    (``argent.runs.read_job_records``; a job whose CPU time was not measured is left out)."""
     cpu: dict[tuple[str, str, str], list[float]] = {}
     for j in jobs:
         if j.stage == stage and j.variant and not math.isnan(j.cpu_s):

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from argent.config import setting
 from argent.evaluation.benchmarks import IMAGES, ITEMS, SHARDS, entry_paths
-from argent.layout import is_under
 from argent.plan.groups import Plan
-from argent.typed import setting
+from argent.runs import is_under
 
 SYNTHETIC, REAL = "synthetic", "real"
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from argent.colours import family_of, line_styles
 from argent.io import atomic_output, atomic_write_bytes
-from argent.layout import RunFolder
-from argent.runs import read_metrics
+from argent.runs import RunFolder, read_metrics
 
 
 def _curves(runs_dir: Path, keys: tuple[str, ...]) -> tuple[dict[str, dict[str, list]], dict[str, str]]:

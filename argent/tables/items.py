@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from argent.io import read_json_object
-from argent.layout import run_parts
+from argent.runs import run_parts
 from argent.tables.readers import item_vectors
 
 __all__ = ["ItemKey", "collect_items"]

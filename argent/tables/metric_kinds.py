@@ -47,6 +47,8 @@ COUNT = Kind("a count (an integer in [0, 2^53])", 0, EXACT_INTEGERS, integer=Tru
 NORMS = Kind(f"a list of norms in [0, {LARGEST:g}]", 0.0, LARGEST, many=True)
 COUNTS = Kind("a list of counts (integers in [0, 2^53])", 0, EXACT_INTEGERS, integer=True, many=True)
 REAL = Kind(f"a finite number in [-{LARGEST:g}, {LARGEST:g}]", -LARGEST, LARGEST)
+# numpy's histogram of equal values spans value ± 0.5, so a norm histogram's edges may be negative
+BIN_EDGES = Kind(f"a list of histogram bin edges in [-{LARGEST:g}, {LARGEST:g}]", -LARGEST, LARGEST, many=True)
 
 _NORMS = r"(radius|space_norm|unnormalised_norm)/[^/]+"  # analysis: a norm summary per item type
 # protocol -> (pattern over the whole flattened key, kind), first match wins
@@ -62,7 +64,7 @@ PROTOCOL_KINDS: dict[str, tuple[tuple[re.Pattern[str], Kind], ...]] = {
                        (r"mean_radius_by_level", NORMS)),  # one per caption level
         "compositional": ((r"acc_[^/]+|mean(_[^/]+)?|item_accuracy", FRACTION), (r"n_[^/]+", COUNT)),
         "analysis": ((rf"{_NORMS}/n", COUNT), (rf"{_NORMS}/histogram/counts", COUNTS),
-                     (rf"{_NORMS}/histogram/edges", NORMS), (rf"{_NORMS}/[^/]+", NORM),
+                     (rf"{_NORMS}/histogram/edges", BIN_EDGES), (rf"{_NORMS}/[^/]+", NORM),
                      (r"projection_mean_(disk_radius|norm)/[^/]+", NORM)),
     }.items()
 }

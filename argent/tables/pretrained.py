@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from argent.io import flatten
-from argent.layout import PRETRAINED_GROUP
+from argent.runs import PRETRAINED_GROUP
 from argent.tables.paper import PARTIAL_MARK
 from argent.tables.readers import read_evaluation
 

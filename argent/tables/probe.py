@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from argent.io import read_json
-from argent.layout import split_run
+from argent.runs import split_run
 
 PROBE_CONDITIONS = ("leaf_only/none", "leaf_only/across", "leaf_only/within")
 

@@ -6,7 +6,7 @@
 - ``recorded_hash``: the ``config_hash`` a summary or an evaluation carries;
 - ``item_vectors``: an evaluation's per-item values (``items``).
 
-(Job records have their one reader in ``argent/job_records.py``; the step-time record in
+(Job records have their one reader in ``argent/runs/job_records.py``; the step-time record in
 ``argent/plan/cost.py``.) Every value a table prints or decides on is checked for its type and
 range: a metric is finite and in its kind's range (``argent.tables.metric_kinds``), a count a
 non-negative integer, a flag a boolean, a hash text. A value that is not is one ``InvalidValue``
@@ -27,7 +27,7 @@ from typing import Any
 from argent.evaluation.benchmarks import PROTOCOLS
 from argent.evaluation.items import ItemError, item_vector
 from argent.io import ReadError, flatten, read_json_object
-from argent.layout import RunFolder
+from argent.runs import RunFolder
 from argent.tables.metric_kinds import COUNT, REAL, REQUIRED, Kind, metric_kind, undefined_by_protocol
 
 __all__ = ["InvalidValue", "item_vectors", "read_evaluation", "read_run_provenance", "read_summary", "recorded_hash"]

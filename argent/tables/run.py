@@ -16,10 +16,8 @@ from typing import Any, Callable
 import polars as pl
 
 from argent.io import atomic_output, atomic_write_text
-from argent.job_records import read_job_records
-from argent.layout import Results, RunFolder, run_dir
 from argent.plan.groups import Plan, build_plan
-from argent.runs import hardware_classes
+from argent.runs import Results, RunFolder, hardware_classes, read_job_records, run_dir
 from argent.tables.claims import claims_rows, price_power
 from argent.tables.claims_report import claims_markdown
 from argent.tables.claims_spec import ClaimsSpec, load_claims, parse_roles

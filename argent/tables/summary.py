@@ -16,8 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from argent.job_records import JobRecordError, read_job_records
-from argent.layout import Results, results_tracking_uri
+from argent.runs import JobRecordError, Results, read_job_records, results_tracking_uri
 from argent.tables.outputs import TABLES
 
 PRIMARY = "primary"                                       # the claims table's confirmatory family

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from argent.layout import eval_dir_of
+from argent.runs import eval_dir_of
 
 __all__ = ["main"]
 

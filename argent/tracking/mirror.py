@@ -25,9 +25,15 @@ import yaml
 
 from argent.config import ConfigError
 from argent.io import ArgentError
-from argent.layout import MLFLOW_RECORD as RUN_RECORD
-from argent.layout import RunFolder, default_tracking_uri, eval_dir_of, results_tracking_uri
-from argent.runs import read_metrics, read_run_config
+from argent.runs import MLFLOW_RECORD as RUN_RECORD
+from argent.runs import (
+    RunFolder,
+    default_tracking_uri,
+    eval_dir_of,
+    read_metrics,
+    read_run_config,
+    results_tracking_uri,
+)
 from argent.tracking.tags import git_commit, run_tags
 from argent.tracking.tracker import RESEND_LATER, Tracker
 

@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-from argent.limits import threads
+from argent.config import threads
 
 __all__ = ["main"]
 

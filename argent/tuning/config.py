@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, check_name, from_dict, parse_override
+from argent.config import ConfigError, check_name, from_dict, load_config, parse_override
 from argent.tuning.space import ParamSpace, check_space
-from argent.workflow_config import load_config
 
 __all__ = [
     "SamplerConfig",

@@ -20,7 +20,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from argent.io import atomic_output, atomic_write_text
-from argent.layout import STUDY_BEST, STUDY_SUMMARY, STUDY_TRIALS
+from argent.runs import STUDY_BEST, STUDY_SUMMARY, STUDY_TRIALS
 from argent.tuning.budget import finished_in_budget, retried_numbers
 from argent.tuning.space import ParamSpace, variant_overrides
 from argent.tuning.storage import StudySpec, load_existing_study, safe_url

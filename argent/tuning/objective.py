@@ -20,7 +20,7 @@ from argent.evaluation.benchmarks import (
     entry_hash,
 )
 from argent.evaluation.runner import evaluate
-from argent.runs import load_model
+from argent.models.trained import load_model
 from argent.tuning.config import ObjectiveTerm, TuneConfig
 from argent.tuning.space import variant_overrides
 from argent.tuning.storage import TuneError

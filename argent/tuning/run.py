@@ -12,7 +12,7 @@ import torch
 
 from argent.config import TrackingConfig, from_dict, setting
 from argent.engine.preemption import StopRequest
-from argent.layout import STUDY_BEST, STUDY_TRIALS, Results
+from argent.runs import STUDY_BEST, STUDY_TRIALS, Results
 from argent.tuning.config import load_tune
 from argent.tuning.export import export_study
 from argent.tuning.objective import (

@@ -19,7 +19,7 @@ import sqlalchemy
 
 from argent.config import TrackingConfig
 from argent.io import ArgentError
-from argent.layout import results_tracking_uri as default_uri
+from argent.runs import results_tracking_uri as default_uri
 from argent.tuning.config import PrunerConfig, SamplerConfig, TuneConfig
 
 __all__ = [

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from stackutil import ROOT, argent, argent_cmd, child_env, folder_metrics, free_port, workflow_config
 
-from argent.layout import RunFolder
+from argent.runs import RunFolder
 
 pytestmark = pytest.mark.stack
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from stackutil import ROOT, argent, child_env, free_port, workflow_config
 
-from argent.layout import eval_dir_of, run_dir
+from argent.runs import eval_dir_of, run_dir
 
 pytestmark = pytest.mark.stack
 

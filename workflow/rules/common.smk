@@ -8,20 +8,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from argent.config import ConfigError
-from argent.job_records import job_record_path, run_job_record
+from argent.config import ConfigError, setting
 from argent.io import ArgentError, hold_workflow, write_text_if_changed
-from argent.layout import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, probe_result, run_dir as layout_run_dir
 from argent.plan.dag import build_dag, file_digest, stable_hash
 from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant
+from argent.runs import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, job_record_path, probe_result, run_job_record
+from argent.runs import run_dir as layout_run_dir
 from argent.tables.outputs import table_paths
-from argent.typed import setting
 from snakemake.exceptions import WorkflowError
 
 # Relative paths in the config (variants, claims, data) are the working directory's, as `configfile:` is:
 # the repository root, or the folder a module deployment runs in (config/README.md); not workflow.basedir.
 ROOT = Path.cwd()
-RESULTS = Path(setting(config, "results"))  # as written, else its one default (argent.typed.SECTIONS)
+RESULTS = Path(setting(config, "results"))  # as written, else its one default (argent.config.SECTIONS)
 
 # `snakemake -n` plans and writes nothing. Snakemake parses this file before it picks the executor, so
 # `workflow.dryrun` is still False here; the command line's -n is in the output settings it was built with.
@@ -71,7 +70,7 @@ HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")
 WORDNET_ZIP = R("nltk_data", "corpora", "wordnet.zip")
 WORDNET_SOURCE = ARGENT_DAG.setting("negatives", "wordnet_zip")  # the configured zip, staged at WORDNET_ZIP
 
-# Output patterns from the one layout (argent/layout.py): a run's summary.json (the train rule's
+# Output patterns from the one layout (argent/runs/layout.py): a run's summary.json (the train rule's
 # output, written last: it marks a finished run), its evaluation folder, a released model's, a probe result.
 RUN_SUMMARY = str(layout_run_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}") / SUMMARY)
 RUN_EVAL_DIR = eval_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}")
@@ -121,7 +120,7 @@ def run_figure_outputs():
 
 
 def job_record(stage, *parts):
-    """A job's record, the file of Snakemake's `benchmark:` (argent/job_records.py); the last part names the job."""
+    """A job's record, the file of Snakemake's `benchmark:` (argent/runs/job_records.py); the last part names the job."""
     return str(job_record_path(RESULTS, stage, *parts))
 
 
@@ -150,7 +149,7 @@ def identity_inputs(wildcards):
 
 
 def run_resource(wildcards, key):
-    """The group's runs.<key>, else its one default (argent.plan.groups.RunResources)."""
+    """The group's runs.<key>, else its one default (argent.plan.group_entries.RunResources)."""
     return ARGENT_DAG.run_resource(wildcards.group, key)
 
 

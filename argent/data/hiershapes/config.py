@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from argent.layout import DEFAULT_HIERSHAPES
+from argent.runs import DEFAULT_HIERSHAPES
 
 __all__ = ["HiershapesSection"]
 

@@ -9,7 +9,7 @@
         optional: true                  # absent file: skipped with one line (default: an error)
 
 Each entry is evaluated by the ``evaluate_pretrained`` rule on every benchmark ``evaluate.benchmarks``
-names, into ``<results>/eval/pretrained/<name>/seed0/<benchmark>.json`` (``argent.layout.pretrained_eval_dir``).
+names, into ``<results>/eval/pretrained/<name>/seed0/<benchmark>.json`` (``argent.runs.pretrained_eval_dir``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argent.layout import PRETRAINED_GROUP, pretrained_eval_dir
-from argent.typed import ConfigError, from_dict
+from argent.config import ConfigError, from_dict
+from argent.runs import PRETRAINED_GROUP, pretrained_eval_dir
 
 __all__ = ["LAYOUTS", "PretrainedEntry", "available_entries", "parse_pretrained_section", "pretrained_section"]
 

@@ -1,6 +1,7 @@
 """Every package imports without torch (their ``__init__``s name their API lazily, argent/lazy.py), and so
 does every module that lives in its stage's package but is read while the workflow parses: the
-loss-kind registry, the pretrained: section, the job records, the plan, the config's section types, the
+config's modules (the loss-kind registry among them), the results layout, the run identity, the job
+records, the pretrained: section, the plan, the restamp verb's --help, the config's section types, the
 bad-data policy and the HierarCaps reader (a data stage that needs no tensors should not load torch).
 Checked in a fresh interpreter that imports them one by one, so the first module that pulls torch in
 is the one named."""
@@ -13,9 +14,11 @@ import sys
 from tests.fixtures import ROOT
 
 TORCH_FREE = (
-    "argent.config", "argent.variant", "argent.typed", "argent.workflow_config", "argent.layout", "argent.io",
-    "argent.identity", "argent.lazy", "argent.job_records", "argent.data.policy", "argent.data.formats.hierarcaps",
-    "argent.losses.kinds", "argent.models.pretrained.section",
+    "argent.config.convert", "argent.config.registry", "argent.config.loading", "argent.config.limits",
+    "argent.config.loss_kinds", "argent.config.variant", "argent.config.experiment", "argent.config.derived_paths",
+    "argent.config.workflow", "argent.runs.layout", "argent.runs.identity", "argent.runs.job_records", "argent.io",
+    "argent.lazy", "argent.restamp.cli", "argent.data.policy", "argent.data.formats.hierarcaps",
+    "argent.models.pretrained.section",
     "argent.plan.cli", "argent.plan.cost", "argent.plan.dag", "argent.plan.preflight",
     "argent.evaluation.benchmarks", "argent.evaluation.config",
     "argent.tables.claims_spec", "argent.tables.cost",

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from argent.config import experiment_from_dict
-from argent.data.hiershapes.generate import HiershapesParams, _context
+from argent.data.hiershapes.params import HiershapesParams, context
 from argent.data.hiershapes.scene import sample_scene, scene_rng
 from argent.data.hiershapes.shapes import Drawn, render
 from argent.engine import trainer
@@ -28,7 +28,7 @@ PER_CAPTION = 2  # each batch: every caption (12 classes × 1 colour) twice, fro
 
 
 def _scenes(split: str, n: int) -> tuple[torch.Tensor, list[str], list[int]]:
-    ctx = _context(PARAMS)
+    ctx = context(PARAMS)
     names = sorted(c.name for c in ctx.vocab.classes)
     images, captions, labels = [], [], []
     for i in range(n):
@@ -67,7 +67,7 @@ def _stream(train_set, seed: int):
 
 def _zero_shot(model, test_set) -> float:
     images, _, labels = test_set
-    ctx = _context(PARAMS)
+    ctx = context(PARAMS)
     names = sorted(c.name for c in ctx.vocab.classes)
     colours = [c.name for c in ctx.vocab.colours]
     prompts = [f"a large solid {colour} {name}" for name in names for colour in colours]  # training grammar

@@ -24,15 +24,15 @@ import pytest
 import yaml
 
 import argent.engine.trainer as trainer
-from argent.config import experiment_from_dict
+from argent.config import experiment_from_dict, load_config
+from argent.engine.trainer import train
 from argent.io import ReadError
-from argent.layout import eval_dir, run_dir
 from argent.plan.dag import build_dag
 from argent.plan.groups import RunKey, base_variant, build_plan, run_identity
 from argent.plan.targets import IdentityError, planned_hash
+from argent.runs import eval_dir, run_dir
 from argent.tables.collect import check_run_identities, collect, collect_skips
-from argent.workflow_config import load_config
-from tests.fixtures import ROOT, TINY, checksums, stream, train
+from tests.fixtures import ROOT, TINY, checksums, stream
 
 SMOKE = ROOT / "config" / "smoke.yaml"
 KEY = RunKey("main", "hycoclip", "tiny", 0)

@@ -10,7 +10,8 @@ import sys
 
 import torch
 
-from argent.runs import load_model, read_metrics
+from argent.models.trained import load_model
+from argent.runs import read_metrics
 from tests.fixtures import ROOT, SCRIPTS, train_tiny
 
 SCRIPT = SCRIPTS / "kill_during_save.py"

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from argent.data.loaders import grounded_eval_batches
+from argent.data.eval_loaders import grounded_eval_batches
 from argent.data.policy import BadDataError, BadDataPolicy
 from tests.fixtures import analysis_config, checksums, shorten
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from argent.runs import load_model
+from argent.models.trained import load_model
 from tests.fixtures import ROOT, SCRIPTS, checksums
 
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from argent.engine.trainer import TrainingDiverged, train
-from argent.runs import CheckpointError, load_model, read_metrics
+from argent.models.trained import load_model
+from argent.runs import CheckpointError, read_metrics
 from tests.fixtures import checksums, nan_at, stream, tiny_exp, train_tiny, write_config
 
 
@@ -134,7 +135,7 @@ def test_track_on_a_torn_config_names_the_file(finished_run, argent):
 
 
 def test_default_tracking_store_is_in_the_results_folder(tmp_path):
-    from argent.layout import default_tracking_uri, run_dir
+    from argent.runs import default_tracking_uri, run_dir
 
     run = run_dir(tmp_path / "results", "main", "meru", "tiny", 0)
     assert default_tracking_uri(run) == f"sqlite:///{(tmp_path / 'results' / 'mlflow.db').resolve()}"

@@ -26,14 +26,13 @@ import argent.engine.trainer as trainer
 from argent.config import IDENTITY_VERSION, experiment_from_dict
 from argent.engine.preemption import Preempted
 from argent.engine.trainer import TrainingDiverged, train
-from argent.identity import legacy_hash
 from argent.io import ArgentError
-from argent.layout import RunFolder, run_dir
 from argent.models import build_model
+from argent.models.trained import load_model
 from argent.plan.cli import merged_config
 from argent.plan.groups import RunKey, build_plan, run_experiment
-from argent.restamp import _tuned_overrides, restamp_run
-from argent.runs import RunFolderBusy, hold_writer, load_model, read_metrics
+from argent.restamp.stamp import _tuned_overrides, restamp_run
+from argent.runs import RunFolder, RunFolderBusy, hold_writer, legacy_hash, read_metrics, run_dir
 from tests.fixtures import ROOT, SCRIPTS, TINY, bad_shard, checksums, nan_at, stream, tiny_exp, train_tiny
 
 SCRIPT = SCRIPTS / "writer_run.py"
@@ -292,7 +291,7 @@ def trained_legacy_run(results: Path):
 def test_a_restamp_whose_summary_write_fails_says_so_and_no_count_is_lost(tmp_path):
     folder, exp, cfg, plan = trained_legacy_run(tmp_path / "results")
     full = OSError(errno.ENOSPC, "No space left on device")
-    with mock.patch("argent.restamp.atomic_write_json", side_effect=full):
+    with mock.patch("argent.restamp.stamp.atomic_write_json", side_effect=full):
         outcome = restamp_run(folder, cfg, plan, ROOT)
     assert outcome.status == "refused"  # before: the OSError escaped (a traceback, the other folders skipped)
     assert "summary.json" in outcome.message and "checkpoint was re-stamped" in outcome.message

@@ -80,7 +80,7 @@ def test_counts_are_summed_over_loader_workers_and_passes(tmp_path):
     without_end_marker(bad_shard(tmp_path / "shard-000001.tar", good=4))
     data_cfg = DataConfig(train_shards=str(tmp_path / "shard-*.tar"), format="plain", augment=False)
     loader = train_loader(data_cfg, batch_size=5, image_size=16, context_length=16, use_boxes=False, seed=0,
-                          num_workers=2, shuffle_buffer=1)
+                          data_streams=2, num_workers=2, shuffle_buffer=1)
     batches = iter(loader)
     # Each worker's stream: 5 raw records per pass (cut_pixels + 4 good), read one ahead. Its first
     # three batches (batch b is worker b mod 2's) take 15 records: passes 1-3, and the first record

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argent.config import deep_merge
-from argent.config_paths import derive_paths
+from argent.config import deep_merge, derive_paths
 from argent.plan.dag import build_dag
 from tests.fixtures import ROOT
 

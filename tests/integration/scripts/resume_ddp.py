@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-import argent.runs
+import argent.runs.staging
 from argent.engine.trainer import train
 from argent.io import ArgentError
 from tests.fixtures import stream, tiny_exp
@@ -26,13 +26,13 @@ seen: list[int] = []
 if rank == 0:
     # Rank 0 is slow to read the checkpoint (a busy shared file system): a rank that did not wait
     # for its decision would read the torn file itself meanwhile, or see it vanish half-way.
-    _read = argent.runs.read_checkpoint
+    _read = argent.runs.staging.read_checkpoint
 
     def slow_read(*args, **kwargs):
         time.sleep(3)
         return _read(*args, **kwargs)
 
-    argent.runs.read_checkpoint = slow_read
+    argent.runs.staging.read_checkpoint = slow_read  # what resume_state reads with
 
 
 def hook(step, batch):

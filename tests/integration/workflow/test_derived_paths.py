@@ -1,4 +1,4 @@
-"""`snakemake -n` on the real Snakefile fills in the derived paths (argent/config_paths.py) before the
+"""`snakemake -n` on the real Snakefile fills in the derived paths (argent/config/derived_paths.py) before the
 DAG is built: moving `results:` moves the cleaned splits, negatives and image cache with it, and a
 path spelled into a results folder stops the build, naming the key (tests/unit/config/test_config_paths.py
 checks each key without Snakemake). A dry run writes nothing: the effective config is read as the
@@ -12,8 +12,8 @@ import sys
 
 import yaml
 
+from argent.config import load_config
 from argent.plan.dag import build_dag
-from argent.workflow_config import load_config
 from tests.fixtures import ROOT
 
 

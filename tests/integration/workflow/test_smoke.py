@@ -194,6 +194,27 @@ def test_second_run_does_nothing(smoke_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_a_moved_results_folder_replans_nothing(smoke_run, tmp_path):
+    """A run's identity is what it computed from, not where it lives (issue 45): the finished smoke
+    results renamed, spelled as an absolute or an ``x/../name`` path, or copied with their times
+    (``cp -a``), plan no job."""
+    moved = RESULTS.with_name("smoke-moved")
+    shutil.rmtree(moved, ignore_errors=True)
+    RESULTS.rename(moved)
+    try:
+        for spelling in (str(moved.relative_to(ROOT)), str(moved), f"{moved.relative_to(ROOT)}/runs/../../{moved.name}"):
+            proc = snakemake("-n", "--config", f"results={spelling}")
+            out = proc.stdout + proc.stderr
+            assert proc.returncode == 0 and "Nothing to be done" in out, (spelling, out[-3000:])
+    finally:
+        moved.rename(RESULTS)
+    copied = tmp_path / "copied"
+    shutil.copytree(RESULTS, copied, symlinks=True)  # copy2 keeps the times, as cp -a does
+    proc = snakemake("-n", "--config", f"results={copied}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Nothing to be done" in out, out[-3000:]
+
+
 def test_reprovisioned_wordnet_with_the_same_bytes_reruns_nothing(smoke_run):
     """A fresh copy of ../shared (new timestamps, same bytes) must not re-run the mining and the
     negatives trainings that hang on the staged WordNet."""
@@ -231,20 +252,23 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(smoke_run):
     assert "resumed" in log and (run / "summary.json").is_file()
 
 
-def test_lint_finds_only_the_documented_conda_finding(smoke_run):
-    """workflow/README.md explains the one remaining finding (no per-rule conda environments)."""
+def test_lint_finds_only_the_documented_findings(smoke_run):
+    """workflow/README.md explains the two remaining findings (no per-rule conda environments; the
+    synth job's parameters file named in its command, not as a param)."""
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint", *SMOKE], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     findings = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("    * ")]
     assert findings, "expected the documented conda finding"
-    assert set(findings) == {"* Specify a conda environment or container for each rule.:"}, set(findings)
+    assert set(findings) == {"* Specify a conda environment or container for each rule.:",
+                             "* Shell command directly uses variable HIERSHAPES_PARAMS from outside of the rule:"}, \
+        set(findings)
 
 
 def _with_patched_config(tmp_path: Path, cls: str, name: str, tp: str, default: str) -> dict[str, str]:
     """An environment whose Python adds (or re-defaults) a config field before Snakemake starts, as an
     upgrade of argent would: a sitecustomize that subclasses the dataclass where the loader finds it."""
     (tmp_path / "sitecustomize.py").write_text(
-        "import dataclasses\nimport argent.config as c\n"
+        "import dataclasses\nimport argent.config.experiment as c\n"
         f"c.{cls} = dataclasses.make_dataclass({cls!r}, [({name!r}, {tp}, dataclasses.field(default={default}))], "
         f"bases=(c.{cls},))\n")
     return {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")])}

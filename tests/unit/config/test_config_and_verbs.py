@@ -11,7 +11,7 @@ import yaml
 
 from argent.cli import explain
 from argent.io import ReadError, read_json
-from argent.layout import RunFolder
+from argent.runs import RunFolder
 from tests.fixtures import ROOT, checksums, train_tiny, write_config
 
 

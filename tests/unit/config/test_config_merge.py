@@ -10,13 +10,10 @@ import pytest
 from snakemake.common.configfile import load_configfile
 from snakemake.utils import update_config
 
-from argent.config import experiment_from_dict
-from argent.config_paths import derive_paths
+from argent.config import ConfigError, derive_paths, experiment_from_dict, load_config, load_merged_config
 from argent.plan.cli import merged_config
 from argent.plan.groups import base_variant, build_plan
 from argent.tuning.config import load_tune
-from argent.typed import ConfigError, load_merged_config
-from argent.workflow_config import load_config
 from tests.fixtures import ROOT
 
 SHIPPED = ["quick.yaml", "smoke.yaml"]

@@ -1,4 +1,4 @@
-"""argent/config_paths.py: every path the workflow makes is derived from ``results:`` and
+"""argent/config/derived_paths.py: every path the workflow makes is derived from ``results:`` and
 ``hiershapes.out`` where the config is read, to the strings the configs spelled before (run,
 evaluation and job hashes do not move); a path spelled into a results folder is refused; the
 shipped configs spell none."""
@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argent.config_paths import derive_paths
-from argent.layout import is_under
-from argent.typed import ConfigError, deep_merge
-from argent.workflow_config import load_config
+from argent.config import ConfigError, deep_merge, derive_paths, load_config
+from argent.runs import is_under
 from tests.fixtures import ROOT
 
 
@@ -83,8 +81,10 @@ def test_each_derived_key_of_a_shipped_config(name, results, hs):
 def test_the_papers_groups_mine_into_their_own_results_folder_and_its_data_is_kept():
     cfg = _load("paper.yaml")
     groups = cfg["groups"]
-    assert groups["main"]["overrides"]["data"] == {"train_shards": "/datasets/grit/shards/{00000..02047}.tar",
-                                                   "negatives": "results/paper/data/negatives/grit_train.parquet"}
+    main = groups["main"]["overrides"]["data"]
+    assert main == {"train_shards": "/datasets/grit/shards/{00000..02047}.tar", "dataset_hash": "",
+                    "negatives": "results/paper/data/negatives/grit_train.parquet", "negatives_id": main["negatives_id"]}
+    assert main["negatives_id"].startswith("mined-")  # the table's identity, not its path, enters the runs' hash
     assert groups["ablations"]["overrides"]["data"]["negatives"] == "results/paper/data/negatives/cc3m_train.parquet"
     assert groups["tuning"]["overrides"]["data"]["negatives"] == "results/paper/data/negatives/cc3m_train.parquet"
     assert cfg["data"]["negatives"] == "results/paper/data/negatives/grit_train.parquet" and cfg["data"]["image_cache"] == ""

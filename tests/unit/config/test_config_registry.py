@@ -1,5 +1,5 @@
 """One config mechanism (docs/config.md): every top-level section typed by one dataclass in one registry
-(``argent.typed.SECTIONS``), one default per key, the schema only patterns (no default, no key its type
+(``argent.config.registry.SECTIONS``), one default per key, the schema only patterns (no default, no key its type
 lacks), the merge layers specific over general, and the two "How to add" recipes followed with the
 number of edits the doc gives."""
 
@@ -13,13 +13,24 @@ import typing
 import pytest
 import yaml
 
-import argent.config
-from argent.config import ExperimentConfig, experiment_from_dict, experiment_from_resolved
-from argent.identity import PINNED_FILE, load_pinned, missing_pins, pin_new
+import argent.config.experiment
+from argent.config import (
+    SECTIONS,
+    ConfigError,
+    ExperimentConfig,
+    Section,
+    check_range,
+    config_keys,
+    experiment_from_dict,
+    experiment_from_resolved,
+    load_config,
+    named,
+    section_type,
+    setting,
+)
 from argent.plan.groups import build_plan, group_config, parse_groups
+from argent.runs import PINNED_FILE, load_pinned, missing_pins, pin_new
 from argent.tables.config import tables_section
-from argent.typed import SECTIONS, ConfigError, Section, check_range, config_keys, named, section_type
-from argent.workflow_config import load_config, setting
 from tests.fixtures import ROOT
 
 SCHEMA_FILE = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -188,7 +199,7 @@ def test_size_and_group_layers_beat_the_general_ones():
     gcfg = group_config(cfg, plan.groups["g"])
     exp = experiment_from_dict(gcfg, "clip", "tiny", 0, base_dir=ROOT)
     assert (exp.train.steps, exp.train.batch_size) == (50, 4)  # train_by_size over train; the group over the base
-    assert exp.model.embed_dim == 96 and exp.model.vision_width == argent.config.MODEL_SIZES["tiny"]["vision_width"]
+    assert exp.model.embed_dim == 96 and exp.model.vision_width == argent.config.experiment.MODEL_SIZES["tiny"]["vision_width"]
 
 
 def test_the_doc_lists_every_section_and_every_merge_layer_it_names_exists():
@@ -204,7 +215,7 @@ def test_the_doc_lists_every_section_and_every_merge_layer_it_names_exists():
 
 MYSTAGE = '''
 from dataclasses import dataclass, field
-from argent.typed import check_range
+from argent.config import check_range
 
 
 @dataclass
@@ -250,7 +261,7 @@ def test_recipe_a_typed_section_is_its_dataclass_and_one_registry_line(tmp_path,
 
 
 @dataclasses.dataclass
-class OptimWithEps(argent.config.OptimConfig):
+class OptimWithEps(argent.config.experiment.OptimConfig):
     """The recipe's edit 1 applied in memory: ``optim.eps``, its default (neutral: torch's AdamW
     default, the behaviour before the field) and its range."""
 
@@ -263,9 +274,9 @@ class OptimWithEps(argent.config.OptimConfig):
 
 def test_recipe_a_training_option_is_a_field_its_use_and_its_doc_line(tmp_path, monkeypatch):
     before = experiment_from_dict({}, "argent", "tiny", 0, base_dir=ROOT).result_hash()
-    monkeypatch.setattr(argent.config, "OptimConfig", OptimWithEps)
+    monkeypatch.setattr(argent.config.experiment, "OptimConfig", OptimWithEps)
 
-    # the default changes no run's identity (argent/identity.py: a field newer than the pins is
+    # the default changes no run's identity (argent/runs/identity.py: a field newer than the pins is
     # compared with its current default)
     exp = experiment_from_dict({}, "argent", "tiny", 0, base_dir=ROOT)
     assert exp.optim.eps == 1e-8 and exp.result_hash() == before

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from argent.cli import main as argent_main
-from argent.config import ConfigError
-from argent.typed import check_sections
-from argent.workflow_config import WorkflowConfig, check_snakemake_config, load_config
+from argent.config import ConfigError, WorkflowConfig, check_sections, check_snakemake_config, load_config
 from tests.fixtures import ROOT
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from argent.config import ConfigError
 from argent.plan.groups import build_plan
-from argent.typed import ConfigError
 from tests.fixtures import ROOT, TINY, write_config
 
 TRAIN = ["--variant", "meru", "--size", "tiny"]

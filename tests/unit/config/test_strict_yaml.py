@@ -8,9 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from argent.config import load_variants, load_workflow_config
+from argent.config import ConfigError, load_variants, load_workflow_config, strict_yaml
 from argent.tables.run import claims_spec
-from argent.typed import ConfigError, strict_yaml
 from tests.fixtures import ROOT, write_config
 
 

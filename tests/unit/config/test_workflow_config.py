@@ -1,7 +1,7 @@
-"""argent/workflow_config.py: the one door to the workflow config. Every verb reads its sections from
+"""argent/config/workflow.py: the one door to the workflow config. Every verb reads its sections from
 one ``WorkflowConfig``; a typo in any typed section names the file, the full key path and the allowed
 keys; a section is parsed once per command. And two ownership rules, checked on the source: no module
-but the door reads the workflow config file, and no module but argent/layout.py spells a file name of
+but the door reads the workflow config file, and no module but argent/runs/layout.py spells a file name of
 a run folder, a study folder, a cleaning folder or the effective config."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argent.typed import ConfigError
-from argent.workflow_config import SECTIONS, load_config, section_type, setting
+from argent.config import SECTIONS, ConfigError, load_config, section_type, setting
 from tests.fixtures import ROOT
 
 # A misspelt key in each typed section, and the allowed key its message must list.
@@ -139,9 +138,9 @@ def _offenders(pattern: str, allowed: set[str]) -> list[str]:
 
 
 def test_only_the_door_reads_the_workflow_config_file():
-    offenders = _offenders(r"\b(load_workflow_config|load_merged_config)\(", {"argent/typed.py",
-                                                                               "argent/workflow_config.py"})
-    assert not offenders, "read the workflow config through argent.workflow_config.load_config:\n" + "\n".join(offenders)
+    offenders = _offenders(r"\b(load_workflow_config|load_merged_config)\(", {"argent/config/loading.py",
+                                                                               "argent/config/workflow.py"})
+    assert not offenders, "read the workflow config through argent.config.load_config:\n" + "\n".join(offenders)
 
 
 def test_only_the_layout_spells_the_file_names_of_results_folders():
@@ -149,6 +148,6 @@ def test_only_the_layout_spells_the_file_names_of_results_folders():
              "mlflow_run.json", "best.yaml", "trials.csv", "workflow_config.yaml", "hierarcaps_clean.csv",
              "negative_pool.csv", "clean_scores.csv", "preflight.json"]
     pattern = r"[\"'](" + "|".join(re.escape(n) for n in names) + r")[\"']"
-    offenders = [o for o in _offenders(pattern, {"argent/layout.py"})
+    offenders = [o for o in _offenders(pattern, {"argent/runs/layout.py"})
                  if 'Path("config") / "config.yaml"' not in o]  # the project's config/config.yaml, not a results file
-    assert not offenders, "spell results file names through argent.layout:\n" + "\n".join(offenders)
+    assert not offenders, "spell results file names through argent.runs.layout:\n" + "\n".join(offenders)

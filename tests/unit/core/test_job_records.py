@@ -1,4 +1,4 @@
-"""argent/job_records.py: the one reader of Snakemake's job records and the one spelling of a run's job name."""
+"""argent/runs/job_records.py: the one reader of Snakemake's job records and the one spelling of a run's job name."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from argent.job_records import (
+from argent.runs import (
     JobRecordError,
     job_record_path,
     parse_run_job,

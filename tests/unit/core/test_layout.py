@@ -1,4 +1,4 @@
-"""argent/layout.py: the one containment helper (``is_under``) and the paths the layout derives from
+"""argent/runs/layout.py: the one containment helper (``is_under``) and the paths the layout derives from
 ``results:`` and ``hiershapes.out`` (the embedded data set's folders checked against a generated one)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.data.shards import expand_shards
-from argent.layout import HiershapesFolder, Results, is_under
 from argent.plan.preflight import is_produced
 from argent.plan.targets import benchmark_data_inputs
+from argent.runs import HiershapesFolder, Results, is_under
 from argent.tables.domains import REAL, SYNTHETIC, training_domain
 
 

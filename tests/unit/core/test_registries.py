@@ -13,18 +13,24 @@ import numpy as np
 import pytest
 import torch
 
-from argent.config import ConfigError, experiment_from_dict, load_variants
+from argent.config import (
+    ENTAILMENT_KINDS,
+    PAIR_FIELDS,
+    ConfigError,
+    EntailmentKind,
+    VariantConfig,
+    experiment_from_dict,
+    load_config,
+    load_variants,
+)
 from argent.data.policy import BadDataPolicy
 from argent.evaluation.benchmarks import ITEMS, PROTOCOLS, SIDE, CommonOptions, Protocol, data_path, parse_benchmark
 from argent.evaluation.runner import evaluate
 from argent.losses.entailment import pair_losses
-from argent.losses.kinds import ENTAILMENT_KINDS, PAIR_FIELDS, EntailmentKind
 from argent.plan.groups import check_trial_config
 from argent.plan.preflight import benchmark_findings, produced_prefixes
 from argent.plan.targets import benchmark_data_inputs, choose_benchmarks
 from argent.tables.domains import benchmark_domain
-from argent.variant import VariantConfig
-from argent.workflow_config import load_config
 from tests.fixtures import ROOT
 
 # ---- a new evaluation protocol -------------------------------------------------------------------

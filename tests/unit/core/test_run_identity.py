@@ -10,11 +10,17 @@ import pytest
 import torch
 import yaml
 
-import argent.config as config_module
+import argent.config.experiment as config_module
 from argent.cli import main as argent_main
 from argent.config import IDENTITY_VERSION, ExperimentConfig, TrainConfig, VariantConfig
-from argent.identity import (
+from argent.models import build_model
+from argent.models.trained import load_model
+from argent.plan.cli import merged_config
+from argent.plan.groups import RunKey, build_plan, run_experiment, run_identity
+from argent.restamp.stamp import restamp_run
+from argent.runs import (
     EXCLUDED,
+    CheckpointError,
     canonical_json,
     current_defaults,
     first_difference,
@@ -22,13 +28,8 @@ from argent.identity import (
     legacy_hash,
     load_pinned,
     missing_pins,
+    run_dir,
 )
-from argent.layout import run_dir
-from argent.models import build_model
-from argent.plan.cli import merged_config
-from argent.plan.groups import RunKey, build_plan, run_experiment, run_identity
-from argent.restamp import restamp_run
-from argent.runs import CheckpointError, load_model
 from tests.fixtures import ROOT
 
 

@@ -4,9 +4,9 @@ ran on, outside its identity: issue 27 item 6, trained in tests/integration/engi
 import json
 from pathlib import Path
 
-from argent.layout import run_dir
 from argent.plan.cli import merged_config
 from argent.plan.groups import build_plan
+from argent.runs import run_dir
 from argent.tables.paper import hardware_footnote
 from argent.tables.run import hardware_note
 from tests.fixtures import ROOT

@@ -147,12 +147,12 @@ def _same(a, b):
 
 @pytest.mark.parametrize("workers,k", [(0, 3), (2, 3)])
 def test_grouped_loader_resumes_exactly_and_is_seeded(data, workers, k):
-    full = _take(_load(data, num_workers=workers), k + 3)
-    resumed = _take(_load(data, num_workers=workers, start_batch=k), 3)
+    full = _take(_load(data, data_streams=max(1, workers), num_workers=workers), k + 3)
+    resumed = _take(_load(data, data_streams=max(1, workers), num_workers=workers, start_batch=k), 3)
     assert all(_same(a, b) for a, b in zip(full[k:], resumed))
-    again = _take(_load(data, num_workers=workers), 2)
+    again = _take(_load(data, data_streams=max(1, workers), num_workers=workers), 2)
     assert all(_same(a, b) for a, b in zip(full, again))
-    other = _take(_load(data, num_workers=workers, seed=1), 2)
+    other = _take(_load(data, data_streams=max(1, workers), num_workers=workers, seed=1), 2)
     assert [b["key"] for b in other] != [b["key"] for b in full[:2]]
 
 

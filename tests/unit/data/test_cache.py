@@ -84,7 +84,7 @@ def test_same_batches_with_and_without_the_cache(data, cache, augment_on):
     cached = take(data, 10, augment=augment_on, image_cache=str(cache))
     assert identical(plain, cached)
     # and with worker processes (each opens the cache itself), resumed mid-stream
-    workers = {"augment": augment_on, "num_workers": 2, "start_batch": 3}
+    workers = {"augment": augment_on, "data_streams": 2, "num_workers": 2, "start_batch": 3}
     assert identical(take(data, 4, **workers), take(data, 4, image_cache=str(cache), **workers))
 
 

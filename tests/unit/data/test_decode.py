@@ -99,7 +99,7 @@ def plain(shards: str, keys: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_off_is_the_plain_path_bit_for_bit(shards, workers):
-    for batch in batches(shards, 3, num_workers=workers):
+    for batch in batches(shards, 3, data_streams=max(1, workers), num_workers=workers):
         image, crop = plain(shards, batch["key"])
         assert torch.equal(batch["image"], image) and torch.equal(batch["crop"], crop)
 
@@ -204,8 +204,8 @@ def test_on_reduces_only_where_it_may_and_stays_close(shards):
 
 
 def test_on_with_augmentation_and_workers(shards):
-    on = batches(shards, 2, draft=True, augment=True, num_workers=2)
-    off = batches(shards, 2, augment=True, num_workers=2)
+    on = batches(shards, 2, draft=True, augment=True, data_streams=2, num_workers=2)
+    off = batches(shards, 2, augment=True, data_streams=2, num_workers=2)
     assert [b["key"] for b in on] == [b["key"] for b in off]
     assert all(b["image"].shape == (4, 3, S, S) and b["crop"].shape == (4, 3, S, S) for b in on)
     # the window is drawn on the full-size frame: the same window up to rounding, the same draws

@@ -14,10 +14,11 @@ import torch
 from PIL import Image
 
 from argent.config import DataConfig
+from argent.data.eval_loaders import eval_image_loader, grounded_eval_batches
 from argent.data.formats.grounded import crop_region, iter_records
 from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.data.images import eval_transform, squeeze_transform
-from argent.data.loaders import eval_image_loader, grounded_eval_batches, train_loader
+from argent.data.loaders import train_loader
 from argent.data.policy import BadDataError
 from argent.data.shards import ShardWriter
 from argent.models.tokenizer import tokenize
@@ -68,12 +69,25 @@ def test_batch_contract(data):
     assert set(plain) == {"image", "text", "key"}
 
 
-@pytest.mark.parametrize("workers,k", [(0, 3), (2, 3), (2, 4)])
-def test_start_batch_equals_the_uninterrupted_stream(data, workers, k):
-    full = take(load(cfg(data), num_workers=workers), k + 3)
-    resumed = take(load(cfg(data), num_workers=workers, start_batch=k), 3)
+@pytest.mark.parametrize("streams,workers,k", [(1, 0, 3), (2, 2, 3), (2, 2, 4), (4, 2, 5), (3, 2, 4)])
+def test_start_batch_equals_the_uninterrupted_stream(data, streams, workers, k):
+    full = take(load(cfg(data), data_streams=streams, num_workers=workers), k + 3)
+    resumed = take(load(cfg(data), data_streams=streams, num_workers=workers, start_batch=k), 3)
     assert all(same(a, b) for a, b in zip(full[k:], resumed))
     assert not same(full[k], full[k + 1])
+
+
+@pytest.mark.parametrize("streams", [1, 2, 4])
+def test_the_batches_do_not_depend_on_the_worker_count(data, streams):
+    """The data streams are the run's identity; the workers only share them out, so a run resumed
+    with another num_workers reads the batches it would have read (issue 45)."""
+    ref = take(load(cfg(data), data_streams=streams, num_workers=0), 7)
+    for workers in (1, 2, 3):
+        assert all(same(a, b) for a, b in zip(ref, take(load(cfg(data), data_streams=streams, num_workers=workers), 7)))
+        resumed = take(load(cfg(data), data_streams=streams, num_workers=workers, start_batch=3), 4)
+        assert all(same(a, b) for a, b in zip(ref[3:], resumed))
+    if streams > 1:  # the streams do change the batches: they are identity, not a speed setting
+        assert [b["key"] for b in ref] != [b["key"] for b in take(load(cfg(data)), 7)]
 
 
 def test_deterministic_for_a_seed(data):
@@ -89,25 +103,26 @@ def _shard_keys(data, shard_ids) -> set[str]:
     return {r.key for r in iter_records(shards, min_box_area=min_area)}
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_ranks_and_workers_read_disjoint_shards(data, workers):
-    # Shuffle buffer 1 keeps the epoch order: one epoch = 24 records per rank, 24/W per stream.
+@pytest.mark.parametrize("streams", [1, 2])
+def test_ranks_and_streams_read_disjoint_shards(data, streams):
+    # Shuffle buffer 1 keeps the epoch order: one epoch = 24 records per rank, 24/S per stream.
     batch_size = 6
     n_batches = 24 // batch_size
     keys = []
     for rank in (0, 1):
-        loader = load(cfg(data), rank=rank, world_size=2, num_workers=workers, shuffle_buffer=1, batch_size=batch_size)
+        loader = load(cfg(data), rank=rank, world_size=2, data_streams=streams, num_workers=streams, shuffle_buffer=1,
+                      batch_size=batch_size)
         batches = take(loader, n_batches)
         keys.append({k for b in batches for k in b["key"]})
     assert not keys[0] & keys[1]
     assert keys[0] | keys[1] == _shard_keys(data, range(4))
-    # Rank r's streams are g = r·W + w over shards[g::2W]: rank 0 gets shards 0,2 (W=1) or 0,1 (W=2).
-    assert keys[0] == _shard_keys(data, [0, 2] if workers == 0 else [0, 1])
+    # Rank r's streams are g = r·S + s over shards[g::2S]: rank 0 gets shards 0,2 (S=1) or 0,1 (S=2).
+    assert keys[0] == _shard_keys(data, [0, 2] if streams == 1 else [0, 1])
 
 
 def test_too_few_shards_is_a_clear_error(data):
-    with pytest.raises(BadDataError, match=r"4 shard\(s\) for 2 rank\(s\) × 3 worker\(s\)"):
-        load(cfg(data), world_size=2, num_workers=3)
+    with pytest.raises(BadDataError, match=r"4 shard\(s\) for 2 rank\(s\) × 3 data stream\(s\)"):
+        load(cfg(data), world_size=2, data_streams=3)
 
 
 def test_box_draw_is_seeded_uniform_and_without_augment_exact(data):

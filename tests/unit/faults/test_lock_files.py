@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from argent.io import ArgentError, exclusive_lock
-from argent.layout import RunFolder
-from argent.runs import hold_writer
+from argent.runs import RunFolder, hold_writer
 from tests.fixtures import checksums, train_tiny
 
 

@@ -15,10 +15,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from argent.io import ArgentError
-from argent.job_records import read_job_records
-from argent.layout import eval_dir, run_dir
 from argent.plan.cost import step_time
 from argent.plan.groups import RunKey
+from argent.runs import eval_dir, read_job_records, run_dir
 from argent.tables.collect import collect, collect_skips, skips_footnote
 from argent.tables.cost import cost_rows, markdown
 from argent.tables.items import collect_items

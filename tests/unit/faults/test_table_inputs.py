@@ -14,9 +14,8 @@ import pytest
 import yaml
 
 from argent.io import ArgentError
-from argent.job_records import JobRecordError, read_job_records
-from argent.layout import eval_dir, run_dir
 from argent.plan.groups import RunKey
+from argent.runs import JobRecordError, eval_dir, read_job_records, run_dir
 from argent.tables.collect import check_run_identities, collect, collect_skips
 from argent.tables.cost import write_cost_tables
 from argent.tables.paper import TableInput, layout

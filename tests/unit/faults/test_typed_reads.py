@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from argent.config import ConfigError, load_config
 from argent.plan.dag import build_dag
 from argent.tables.claims_spec import load_claims
-from argent.typed import ConfigError
-from argent.workflow_config import load_config
 from tests.fixtures import ROOT, tiny_exp
 
 MARGINS = {"tie": {"delta": 0.05, "why": "test"}, "zeroshot": {"delta": 1.0, "why": "test"}}
@@ -228,8 +227,8 @@ def test_a_partial_pretrained_evaluation_is_marked_in_the_pretrained_table(tmp_p
 def test_a_checkpoint_with_non_finite_values_is_refused_when_loaded(tmp_path, argent, name, value):
     import torch
 
-    from argent.layout import RunFolder
     from argent.models import build_model
+    from argent.runs import RunFolder
 
     exp = tiny_exp()
     run = RunFolder(tmp_path / "runs" / "meru-tiny" / "seed0")

@@ -23,6 +23,7 @@ from PIL import Image
 from torch import nn
 
 from argent import geometry
+from argent.config import ConfigError
 from argent.evaluation.cli import main as evaluate_main
 from argent.evaluation.encoding import encode_pil_images, encode_texts, image_transform
 from argent.models.pretrained import PretrainedError, load_pretrained
@@ -32,7 +33,6 @@ from argent.models.pretrained.meru_towers import MeruArch
 from argent.models.pretrained.section import LAYOUTS, available_entries, parse_pretrained_section
 from argent.tables.collect import collect
 from argent.tables.pretrained import pretrained_table
-from argent.typed import ConfigError
 
 # A tiny configuration in the released layout (the forward checks); the vocabulary and context stay
 # the release's so the real tokenizer's ids fit.

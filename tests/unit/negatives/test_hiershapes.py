@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from argent.data.hiershapes import scene as scene_mod
-from argent.data.hiershapes.generate import DEFAULT_PALETTE
+from argent.data.hiershapes.params import DEFAULT_PALETTE
 from argent.data.hiershapes.vocab import Vocabulary
 from argent.negatives.cli import main
 from argent.negatives.config import MiningConfig

@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argent.config import ConfigError
+from argent.config import ConfigError, load_config
 from argent.io import write_text_if_changed
-from argent.layout import is_under
 from argent.plan.dag import build_dag, file_digest, stable_hash
 from argent.plan.groups import TUNED_VARIANT, RunKey, run_identity
-from argent.workflow_config import load_config
+from argent.runs import is_under
 from tests.fixtures import ROOT
 
 

@@ -4,10 +4,8 @@ import copy
 
 import pytest
 
-from argent.config import ConfigError
-from argent.config_paths import derive_paths
+from argent.config import ConfigError, derive_paths, load_yaml
 from argent.plan.dag import build_dag
-from argent.typed import load_yaml
 from tests.fixtures import ROOT
 
 

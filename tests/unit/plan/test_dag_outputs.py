@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
+from argent.config import load_config
 from argent.plan.dag import build_dag
-from argent.workflow_config import load_config
 from tests.fixtures import ROOT, SHARED
 
 

@@ -5,10 +5,9 @@ import re
 
 import pytest
 
-from argent.config import ConfigError
+from argent.config import ConfigError, load_config
 from argent.plan.dag import build_dag
 from argent.plan.groups import parse_groups
-from argent.workflow_config import load_config
 from tests.fixtures import ROOT
 
 

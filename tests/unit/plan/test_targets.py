@@ -8,10 +8,9 @@ import copy
 
 import pytest
 
+from argent.config import ConfigError, load_config
 from argent.plan.groups import RunKey, build_plan
 from argent.plan.targets import benchmark_data_inputs, choose_benchmarks, mining_jobs, probe_runs
-from argent.typed import ConfigError
-from argent.workflow_config import load_config
 from tests.fixtures import ROOT
 
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from argent.config import ConfigError
 from argent.data.formats.imagefolder import ClassificationSet
 from argent.probe.config import ProbeOptions
 from argent.probe.run import _first_per_class
-from argent.typed import ConfigError
 
 
 def test_first_per_class_keeps_the_first_images_of_each_class():

@@ -1,6 +1,7 @@
-"""TaxGen probe protocol (argent.probe): concepts, questions, split, ablations, shuffles, metrics.
+"""TaxGen probe protocol (argent.probe): concepts, questions, split, ablations, shuffles (the metrics:
+test_metrics.py; the section and the concept names: test_probe_config.py).
 
-Counts are worked out by hand on a 7-leaf taxonomy:
+Counts are worked out by hand on a 7-leaf taxonomy (tests/fixtures/probe.py):
 
     root ─ A ─ A1 ─ a1, a2          hypernyms asked: A, A1, B (root is above every leaf: not asked)
          │    └ a3                  ancestors: a1, a2 -> {A, A1}; a3 -> {A}; b1, b2 -> {B}; c, d -> {}
@@ -12,20 +13,14 @@ Counts are worked out by hand on a 7-leaf taxonomy:
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from scipy import stats
-from sklearn.metrics import f1_score
 
-from argent.config import ConfigError
 from argent.data.hiershapes.wordnet_subtree import SHIPPED_TAXONOMY
 from argent.data.taxonomy import Taxonomy
-from argent.probe import conditions, metrics, protocol
-from argent.probe import run as probe_run
-from argent.probe.config import ProbeOptions, load_probe_section
+from argent.probe import conditions, protocol
+from argent.probe.config import ProbeOptions
 from argent.probe.protocol import (
     NO,
     TEST,
@@ -43,22 +38,7 @@ from argent.probe.protocol import (
     split_images,
     systematic_ablation,
 )
-from tests.fixtures import ROOT
-
-EDGES = [("root", "A"), ("root", "B"), ("root", "c"), ("root", "d"), ("A", "A1"), ("A", "a3"),
-         ("A1", "a1"), ("A1", "a2"), ("B", "b1"), ("B", "b2")]
-PER_LEAF = 10
-
-
-@pytest.fixture(scope="module")
-def hier():
-    leaves = ["a1", "a2", "a3", "b1", "b2", "c", "d"]
-    return hierarchy_from_taxonomy(Taxonomy.from_edges(EDGES), leaves)
-
-
-@pytest.fixture(scope="module")
-def images(hier):
-    return [leaf for leaf in hier.leaves for _ in range(PER_LEAF)]
+from tests.fixtures import PROBE_EDGES
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +64,7 @@ def test_hierarchy_from_taxonomy(hier):
 
 
 def test_hierarchy_errors():
-    tree = Taxonomy.from_edges(EDGES)
+    tree = Taxonomy.from_edges(PROBE_EDGES)
     with pytest.raises(ValueError, match="not in the taxonomy"):
         hierarchy_from_taxonomy(tree, ["a1", "zz"])
     with pytest.raises(ValueError, match="must be leaves"):
@@ -271,142 +251,3 @@ def test_derangement_has_no_fixed_point():
         for _ in range(20):
             p = protocol.derangement(n, rng)
             assert sorted(p) == list(range(n)) and not np.any(p == np.arange(n))
-
-
-# ---------------------------------------------------------------- metrics
-def test_macro_f1_by_hand_and_sklearn():
-    y = np.array([1, 1, 0, 0])
-    p = np.array([1, 0, 0, 0])
-    # Yes: P 1, R ½ -> ⅔; No: P ⅔, R 1 -> 0.8
-    assert metrics.macro_f1(y, p) == pytest.approx((2 / 3 + 0.8) / 2)
-    rng = np.random.default_rng(0)
-    for _ in range(10):
-        y, p = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
-        assert metrics.macro_f1(y, p) == pytest.approx(f1_score(y, p, average="macro"))
-
-
-def test_majority_baseline_by_hand():
-    y = np.array([1, 1, 1, 0, 0])
-    scores = metrics._scores(y, y)
-    # always No: F1(No) = 2·(⅖·1)/(⅖ + 1) = 4/7, F1(Yes) = 0
-    assert scores["always_no"] == pytest.approx(2 / 7)
-    # always Yes: F1(Yes) = 2·(⅗)/(⅗ + 1) = ¾
-    assert scores["always_yes"] == pytest.approx(3 / 8)
-    assert scores["macro_f1"] == 1.0
-
-
-def test_coin_baseline_matches_simulation():
-    rng = np.random.default_rng(0)
-    y = (rng.random(200_000) < 0.7).astype(int)
-    coin = rng.integers(0, 2, len(y))
-    assert metrics.coin_macro_f1(y.mean()) == pytest.approx(f1_score(y, coin, average="macro"), abs=3e-3)
-
-
-def test_split_metrics_per_category_match_sklearn():
-    rng = np.random.default_rng(1)
-    n = 300
-    qs = Questions(np.arange(n), rng.integers(0, 5, n), rng.random(n) < 0.6, rng.integers(0, 2, n).astype(np.int8))
-    preds = rng.integers(0, 2, n).astype(np.int8)
-    masks = {"leaf": ~qs.hypernym, "hypernym": qs.hypernym, "unseen": np.zeros(n, dtype=bool)}
-    out = metrics.split_metrics(qs, preds, masks, ["l0", "l1", "h0", "h1", "h2"])
-    assert out["unseen"] is None
-    leaf = ~qs.hypernym
-    assert out["leaf"]["macro_f1"] == pytest.approx(f1_score(qs.answer[leaf], preds[leaf], average="macro"))
-    per = out["hypernym"]["per_category"]
-    for c, name in enumerate(["l0", "l1", "h0", "h1", "h2"]):
-        m = qs.hypernym & (qs.concept == c)
-        assert per[name]["macro_f1"] == pytest.approx(f1_score(qs.answer[m], preds[m], average="macro"))
-        assert per[name]["n"] == m.sum()
-    assert out["hypernym"]["category_mean_macro_f1"] == pytest.approx(np.mean([v["macro_f1"] for v in per.values()]))
-
-
-def test_mean_ci_matches_scipy():
-    values = [0.61, 0.7, 0.66]
-    out = metrics.mean_ci(values)
-    low, high = stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values))
-    assert out["mean"] == pytest.approx(np.mean(values))
-    assert out["ci95"] == pytest.approx((high - low) / 2)
-    assert metrics.mean_ci([0.5])["ci95"] is None
-    assert metrics.mean_ci([None, 0.5, float("nan")])["n"] == 1
-    assert metrics.mean_ci([])["mean"] is None
-
-
-def test_visual_coherence_matches_pairwise_loop(hier, images):
-    features = torch.randn(len(images), 6, generator=torch.Generator().manual_seed(0))
-    mask = np.random.default_rng(0).random(len(images)) < 0.7
-    out = metrics.visual_coherence(features, images, mask, hier)
-    x = features.numpy().astype(np.float64)
-    for h in hier.hypernyms:
-        idx = [i for i in range(len(images)) if mask[i] and images[i] in hier.members[h]]
-        unit = x / np.linalg.norm(x, axis=1, keepdims=True)
-        cos = [unit[i] @ unit[j] for a, i in enumerate(idx) for j in idx[a + 1:]]
-        assert out[h] == pytest.approx(np.mean(cos))
-
-
-# ---------------------------------------------------------------- config and names
-
-
-def test_config_check():
-    for bad in (dict(ablations=["sideways"]), dict(levels=[120]), dict(seeds=[]),
-                dict(train_fraction=0.99, val_fraction=0.05), dict(image_features="pixels"), dict(batch_size=0),
-                dict(warmup=1.0), dict(lr=0.0)):
-        with pytest.raises(ConfigError):
-            ProbeOptions(**bad)
-
-
-@pytest.mark.parametrize("section, message", [
-    ("options: {learning_rate: 0.1}", "probe.options: unknown key(s) ['learning_rate']; allowed: ['seeds', 'ablations'"),
-    ("colour: red", "probe: unknown key(s) ['colour']; allowed: ['enabled', 'variants', 'seeds', 'sizes', 'data', 'options']"),
-    ("options: {epochs: five}", "probe.options.epochs: expected an integer, got 'five'"),
-    ("options: {lr: fast}", "probe.options.lr: expected a number, got 'fast'"),
-    ("options: {ablations: [sideways]}", "probe.options.ablations[0]: 'sideways' is not allowed; allowed: ['random', 'systematic']"),
-    ("options: {levels: [0, 120]}", "probe.options.levels: [120.0] outside [0, 100]"),
-    ("options: {batch_size: 0}", "probe.options.batch_size: must be >= 1, got 0"),
-])
-def test_config_errors_name_the_key(tmp_path: Path, section: str, message: str):
-    path = tmp_path / "config.yaml"
-    path.write_text(f"probe:\n  {section}\n")
-    with pytest.raises(ConfigError) as err:
-        load_probe_section(path)
-    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
-
-
-def test_config_from_file_and_overrides(tmp_path: Path):
-    path = tmp_path / "config.yaml"
-    path.write_text("probe:\n  data: imgs\n  options:\n    seeds: [1, 2]\n    levels: [0, 50]\n    epochs: 3\n"
-                    "tune: {x: 1}\n")
-    section = load_probe_section(path, ["probe.options.epochs=2", "probe.options.lr=2e-3"])
-    opts = section.options
-    assert section.data == "imgs" and opts.seeds == [1, 2] and opts.levels == [0.0, 50.0]
-    assert opts.epochs == 2 and opts.lr == 2e-3  # --set wins over the file
-    assert opts.batch_size == 16 and opts.warmup == 0.03 and opts.grad_clip == 1.0  # defaults fill the rest
-    assert load_probe_section(None).options == ProbeOptions()
-    with pytest.raises(ConfigError, match=r"probe\.<key>"):
-        load_probe_section(path, ["train.steps=3"])  # the probe reads no other section: refused, not ignored
-    with pytest.raises(ConfigError, match="probe.options.epochs: expected an integer"):
-        load_probe_section(path, ["probe.options.epochs=x"])
-    for name in ("config.yaml", "smoke.yaml", "paper.yaml"):  # the shipped configs parse
-        load_probe_section(ROOT / "config" / name)
-
-
-def test_read_concept_names(tmp_path: Path):
-    plain = tmp_path / "names.tsv"
-    plain.write_text("n1\tsquare\nn2\tregular polygon\n")
-    table = tmp_path / "table.tsv"
-    table.write_text("# comment\nwnid\tparent\tsynset\tname\tkind\nn3\t-\tx.n.01\tplane figure\tnode\n")
-    assert probe_run.read_concept_names(plain) == {"n1": "square", "n2": "regular polygon"}
-    assert probe_run.read_concept_names(table) == {"n3": "plane figure"}
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("n1 square\n")
-    with pytest.raises(ValueError, match="bad.tsv:1"):
-        probe_run.read_concept_names(bad)
-
-
-def test_concept_names_resolution(hier, tmp_path: Path):
-    leaf_names = {leaf: leaf.upper() for leaf in hier.leaves}
-    with pytest.raises(ValueError, match="--names"):
-        probe_run._resolve_names(hier, leaf_names, [])  # hypernyms A, A1, B have no name anywhere
-    extra = tmp_path / "hyp.tsv"
-    extra.write_text("A\tanimal\nA1\tbird\nB\tvehicle\n")
-    names = probe_run._resolve_names(hier, leaf_names, [extra])
-    assert names["A1"] == "bird" and names["a1"] == "A1"

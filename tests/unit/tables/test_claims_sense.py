@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from argent.config import ConfigError
 from argent.tables.claims_spec import load_claims
-from argent.typed import ConfigError
 
 CLAIM = {"id": "c1", "source": "T", "a": "argent", "b": "meru", "primary": "tie", "metrics": {"tie": {"expect": "better"}}}
 AMENDMENT = {"change": "c", "why": "w", "decided_after": "no run"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from argent.job_records import read_job_records
+from argent.runs import read_job_records
 from argent.tables.cost import cost_rows, main, run_cpu_seconds, write_cost_tables
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from argent.cli import main as argent_main
+from argent.config import load_config
 from argent.plan.groups import build_plan
 from argent.tables.claims_spec import load_claims
 from argent.tables.html import markdown_html, write_html
 from argent.tables.outputs import TABLES, choose_tables, table_paths
 from argent.tables.run import TablesOptions, run
-from argent.workflow_config import load_config
 from tests.fixtures import MARGINS, ROOT, claims_config, write_eval_results
 
 CLAIMS = {"margins": MARGINS, "claims": [

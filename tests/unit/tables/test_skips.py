@@ -3,7 +3,7 @@ when every input was read whole."""
 
 import json
 
-from argent.layout import eval_dir, run_dir
+from argent.runs import eval_dir, run_dir
 from argent.tables.collect import collect_skips, skips_footnote
 
 

@@ -8,8 +8,7 @@ import math
 import pytest
 import yaml
 
-from argent.config import ConfigError, deep_merge, load_yaml
-from argent.config_paths import derive_paths
+from argent.config import ConfigError, deep_merge, derive_paths, load_yaml
 from argent.tuning import TuneError, ValidationScorer, main, parse_tune, validation_benchmarks
 from tests.fixtures import ROOT
 

@@ -3,7 +3,7 @@
 Names, because "benchmark" is taken: in argent a *benchmark* is an evaluation entry
 (``argent/evaluation/benchmarks.py``); the per-job file Snakemake measures is a *job record*; the
 measured step times of ``argent plan --record-from`` are the *step-time record*. The folder keeps
-Snakemake's word (``<results>/benchmarks/``, ``argent.layout.Results.job_records``) so that existing
+Snakemake's word (``<results>/benchmarks/``, ``argent.runs.Results.job_records``) so that existing
 results folders keep their records.
 
 Where::
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from argent.io import ArgentError
-from argent.layout import Results, run_name, split_run
+from argent.runs.layout import Results, run_name, split_run
 
 _RUN_JOB = re.compile(r"^(?P<run>.+)-seed(?P<seed>\d+)$")
 WALL = "s"  # the column of the job's wall seconds, the one a record must have

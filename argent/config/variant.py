@@ -2,7 +2,7 @@
 
 Torch-free (the workflow builds every run's config while it parses). The training code never
 branches on a variant's name, only on these fields; the entailment kind a variant names, and the
-fields that kind reads, come from the registry ``argent.losses.kinds.ENTAILMENT_KINDS`` (torch-free
+fields that kind reads, come from the registry ``ENTAILMENT_KINDS`` (argent/config/loss_kinds.py, torch-free
 too), through which ``argent.losses.entailment.pair_losses`` calls the kind's loss.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from argent.losses.kinds import ENTAILMENT_KINDS, KIND_FIELDS, readers_of
-from argent.typed import ConfigError, check_range
+from argent.config.convert import ConfigError, check_range
+from argent.config.loss_kinds import ENTAILMENT_KINDS, KIND_FIELDS, readers_of
 
 __all__ = ["PAIR_TYPES", "INTRA_PAIRS", "CementConfig", "VariantConfig", "check_variant_keys"]
 
@@ -63,7 +63,7 @@ class VariantConfig:
     description: str = ""
     geometry: Literal["euclidean", "lorentz"] = "lorentz"
     use_boxes: bool = False  # crops & phrases: HyCoCLIP's 4-term contrastive + box pairs
-    entailment: str = "none"  # a kind of ENTAILMENT_KINDS (losses/kinds.py); it decides which fields below apply
+    entailment: str = "none"  # a kind of ENTAILMENT_KINDS (config/loss_kinds.py); it decides which fields below apply
     entailment_pairs: list[str] = field(default_factory=lambda: ["text_image"])
     entailment_weight: float = 0.2  # λ (MERU, HyCoCLIP) or γ₁ (ARGENT)
     pair_reduction: Literal["sum", "half_sum", "mean"] = "sum"

@@ -1,4 +1,5 @@
-"""Typed configuration: variants, model sizes, optimisation, data.
+"""The experiment's typed sections: model sizes, optimisation, training, data, tracking, and the
+``ExperimentConfig`` of one run that holds them with its variant (argent/config/variant.py).
 
 Everything a run depends on is one ``ExperimentConfig``, built from the workflow's YAML config
 (``config/config.yaml`` & co.) plus the variant catalogue (``config/variants.yaml``). Unknown or
@@ -8,34 +9,17 @@ mistyped keys fail with the key's full path and the allowed values; nothing is s
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.identity import identity_hash, identity_of
-from argent.limits import check_device, check_model_arithmetic, check_schedule, check_seed
-from argent.typed import (  # noqa: F401  (re-exported: argent.config is every stage's config API)
-    WORKFLOW_SECTIONS,
-    ConfigError,
-    check_partial,
-    check_range,
-    check_sections,
-    deep_merge,
-    from_dict,
-    load_workflow_config,
-    load_yaml,
-    parse_override,
-    section_of,
-    setting,
-)
-from argent.variant import (  # noqa: F401  (re-exported)
-    INTRA_PAIRS,
-    PAIR_TYPES,
-    CementConfig,
-    VariantConfig,
-    check_variant_keys,
-)
+from argent.config.convert import ConfigError, check_partial, check_range, from_dict
+from argent.config.limits import check_device, check_model_arithmetic, check_schedule, check_seed
+from argent.config.loading import deep_merge, load_yaml
+from argent.config.registry import check_sections, section_of, setting
+from argent.config.variant import VariantConfig, check_variant_keys
+from argent.runs.identity import identity_hash, run_identity
+from argent.runs.layout import NAME_RE, SIZE_RE
 
 # --------------------------------------------------------------------------------------------
 # Sections
@@ -128,6 +112,9 @@ class TrainConfig:
     device: str = "cpu"
     precision: Literal["fp32", "bf16"] = "fp32"
     deterministic: bool = False
+    # Data streams per rank (argent/data/loaders.py): the batches depend on it, not on num_workers,
+    # which only shares the streams out (so a resume with other workers reads the same batches).
+    data_streams: int = 1
     num_workers: int = 0
     log_every: int = 50
     diagnostics_every: int = 50
@@ -140,7 +127,7 @@ class TrainConfig:
     compile: bool = False
 
     def __post_init__(self) -> None:
-        for key in ("batch_size", "steps", "log_every", "diagnostics_every", "checkpoint_every"):
+        for key in ("batch_size", "steps", "data_streams", "log_every", "diagnostics_every", "checkpoint_every"):
             check_range(key, getattr(self, key), low=1)
         for key in ("num_workers", "max_skipped_steps", "shuffle_buffer"):
             check_range(key, getattr(self, key), low=0)
@@ -172,10 +159,15 @@ class DataConfig:
     bad_data: Literal["skip", "strict"] = "skip"
     augment: bool = True
     negatives: str = ""  # parquet of mined hard negatives (``argent mine``), if any
+    # The table's identity where the workflow mines it (argent/config/derived_paths.py), in the run identity in
+    # place of the path; "" = the file's content hash.
+    negatives_id: str = ""
     image_cache: str = ""  # decoded-image cache folder (argent/data/image_cache.py); "" = decode every time
     # JPEG DCT-domain downscaling on decode when every region the sample uses stays >= the output size
     # (argent/data/image_cache.py: draft_factor). Changes pixels, so it is part of the run identity.
     decode_draft: bool = False
+    # The training data's identity, in the run identity in place of train_shards' path (set by the
+    # workflow for the embedded data set; declare one for your own data to move it freely).
     dataset_hash: str = ""
     batching: BatchingConfig = field(default_factory=BatchingConfig)
 
@@ -207,37 +199,38 @@ class ExperimentConfig:
         return dataclasses.asdict(self)
 
     def identity(self) -> dict[str, Any]:
-        """The values that change the result and differ from their pinned default (argent/identity.py)."""
-        return identity_of(self)
+        """The values that change the result and differ from their pinned default (argent/runs/identity.py)."""
+        return run_identity(self)
 
     def result_hash(self) -> str:
-        """The run's identity hash: pure, documented in argent/identity.py; outside it are logging,
+        """The run's identity hash: pure, documented in argent/runs/identity.py; outside it are logging,
         checkpointing, loader workers, the image cache, tracking and descriptions."""
         return identity_hash(self.identity(), IDENTITY_VERSION)
 
 
-IDENTITY_VERSION = 1
+IDENTITY_VERSION = 2
 """Version of the run identity (``ExperimentConfig.result_hash``; checkpoints record it). Bump it by
 one only when the *meaning* of a value changes while the value stays the same (the code changes what
-a default does: a loss formula fixed, a data order changed). Not for a new field (a neutral default
-changes no hash) nor a changed default value (the pinned defaults,
+a default does: a loss formula fixed, a data order changed), or when the encoding changes. Not for a
+new field (a neutral default changes no hash) nor a changed default value (the pinned defaults,
 argent/resources/identity_defaults.json, make exactly the runs that take it change hash). A bump
-changes every hash: the workflow retrains every run and ``argent restamp`` refuses runs of an older
-version (only the legacy stamp, version 0, is carried over). Say in the commit why; re-pin the
-defaults (delete the pin file, run scripts/pin_identity_defaults.py) only together with a bump."""
+changes every hash: the workflow retrains every run, and ``argent restamp`` carries over only the
+stamps of ``CARRIED_VERSIONS`` (an encoding change). Say in the commit why; re-pin the
+defaults (delete the pin file, run scripts/pin_identity_defaults.py) only together with a bump.
+
+v2: no path enters the hash; the training data's and the hard negatives' identities do (argent/runs/identity.py
+``run_identity``), and ``train.data_streams`` (v1 split the data by loader worker)."""
+
+CARRIED_VERSIONS = (0, 1)
+"""Stamps ``argent restamp`` carries over: 0, the legacy hash; 1, paths hashed (argent/restamp/)."""
 
 
 # --------------------------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------------------------
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-SIZE_RE = re.compile(r"^[A-Za-z0-9]+$")
-"""Names that become path components (variants, benchmarks, studies): no '/', nothing that
-escapes ``results/``. Sizes have no '-' so that the run folder ``<variant>-<size>`` splits."""
-
-
 def check_name(name: str, what: str) -> str:
+    """``name`` when it may become a path component (argent.runs.layout ``NAME_RE``, ``SIZE_RE`` for a size)."""
     pattern = SIZE_RE if what.endswith("size") else NAME_RE
     if not isinstance(name, str) or not pattern.match(name) or ".." in name:
         raise ConfigError(f"{what}: {name!r} is not a valid name (letters, digits, _ . + -; no '/' or '..')")

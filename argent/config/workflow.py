@@ -3,10 +3,10 @@
 ``load_config(path, overrides)`` reads a workflow config file the way Snakemake does (merged over
 ``config/config.yaml`` unless ``merge_default`` is false; ``--set key.path=value`` overrides on top;
 duplicate keys and unknown top-level sections refused, naming the file and the key; the paths derived
-from ``results:`` and ``hiershapes.out`` filled in, argent/config_paths.py) and returns a
+from ``results:`` and ``hiershapes.out`` filled in, argent/config/derived_paths.py) and returns a
 ``WorkflowConfig``. Every verb reads its sections from that object: the mapping as merged (``raw``,
 what the workflow's effective config file holds, and what the plan and the tables walk) and each
-section typed once, on first use, by its entry in the one registry ``SECTIONS`` (argent/typed.py:
+section typed once, on first use, by its entry in the one registry ``SECTIONS`` (argent/config/registry.py:
 every top-level key, its dataclass and its shape). A mistyped key in a section is an error naming
 the file, the full key path and the allowed keys. The DAG build (argent/plan/dag.py) and ``argent
 check`` parse every section the config holds (``check_all``); the keys and defaults of every section
@@ -26,25 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argent.config import experiment_from_dict
-from argent.config_paths import derive_paths
-from argent.layout import DEFAULT_RESULTS
-from argent.typed import (
-    SECTIONS,
-    ConfigError,
-    Section,
-    check_partial,
-    check_sections,
-    deep_merge,
-    from_dict,
-    load_merged_config,
-    load_workflow_config,
-    named,
-    parse_override,
-    section_of,
-    section_type,
-    setting,
-)
+from argent.config.convert import ConfigError, check_partial, from_dict, named
+from argent.config.derived_paths import derive_paths
+from argent.config.experiment import experiment_from_dict
+from argent.config.loading import deep_merge, load_merged_config, load_workflow_config, parse_override
+from argent.config.registry import SECTIONS, Section, check_sections, section_of, section_type, setting
+from argent.runs.layout import DEFAULT_RESULTS
 
 __all__ = ["SECTIONS", "Section", "TopLevel", "WorkflowConfig", "check_snakemake_config", "load_config",
            "parse_section", "section_type", "setting"]
@@ -123,7 +110,7 @@ class WorkflowConfig:
                 self.section(name)
 
     def setting(self, section: str, key: str | None = None) -> Any:
-        """One value as written, else its type's default (``argent.typed.setting``)."""
+        """One value as written, else its type's default (``argent.config.setting``)."""
         return setting(self.raw, section, key)
 
     @property
@@ -201,7 +188,7 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
                else load_workflow_config(path, overrides))
         where = f"{path}{' with --set' if overrides else ''}"
     try:
-        raw = derive_paths(raw)  # the paths argent.layout derives from results: and hiershapes.out
+        raw = derive_paths(raw)  # the paths argent.runs.layout derives from results: and hiershapes.out
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}" if where else str(err)) from None
     return WorkflowConfig(raw, where, Path(base_dir) if base_dir is not None else None)

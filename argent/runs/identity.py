@@ -1,6 +1,6 @@
 """A run's identity: the canonical form of the config values that change its result, and its hash.
 
-``ExperimentConfig.result_hash`` (argent/config.py) is ``identity_hash`` of ``identity_of(cfg)``:
+``ExperimentConfig.result_hash`` (argent/config/experiment.py) is ``identity_hash`` of ``identity_of(cfg)``:
 
 1. Walk the config dataclasses. A field that never changes the result (``EXCLUDED``: logging and
    checkpoint cadence, loader workers, the image cache switch, tracking, descriptions) is skipped.
@@ -22,30 +22,38 @@ pinned value; tests/unit/core/test_run_identity.py fails until it is done).
 
 Runs stamped before this scheme carry the *legacy* hash (every field, defaults included):
 ``legacy_hash`` recomputes it from a run folder's stored ``config.yaml`` so that such a run can be
-recognised and re-stamped (``argent restamp``, argent/restamp.py).
+recognised and re-stamped (``argent restamp``, argent/restamp/).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import typing
 from pathlib import Path
 from typing import Any
 
-from argent.io import atomic_write_json
+from argent.io import atomic_write_json, file_sha256
 
-PINNED_FILE = Path(__file__).resolve().parent / "resources" / "identity_defaults.json"
+PINNED_FILE = Path(__file__).resolve().parents[1] / "resources" / "identity_defaults.json"  # argent/resources/
 ABSENT = {"__absent__": True}  # a pinned mapping key the value no longer has
 
 # Fields outside the identity: they never change a run's numbers (tests/unit/data/test_cache.py and
 # tests/unit/tracking/test_tracking.py show it for the cache and the tags). True = the whole field or section.
-EXCLUDED: dict[str, Any] = {
-    "train": {"log_every": True, "diagnostics_every": True, "checkpoint_every": True, "num_workers": True},
-    "data": {"image_cache": True},
+# Identity v1 (EXCLUDED_V1) hashed the data's paths; v2 hashes what they hold instead (``run_identity``).
+EXCLUDED_V1: dict[str, Any] = {
+    "train": {"log_every": True, "diagnostics_every": True, "checkpoint_every": True, "num_workers": True,
+              "data_streams": True},  # v1 split the streams by worker (max(1, num_workers)): see upgrade_v1
+    "data": {"image_cache": True, "negatives_id": True},
     "variant": {"description": True},
     "tracking": True,
+}
+EXCLUDED: dict[str, Any] = {
+    **EXCLUDED_V1,
+    "train": {**EXCLUDED_V1["train"], "data_streams": False},  # False: in the identity
+    "data": {**EXCLUDED_V1["data"], "train_shards": True, "negatives": True},  # paths: run_identity
 }
 
 
@@ -114,6 +122,53 @@ def identity_of(obj: Any, pinned: dict[str, Any] | None = None, excluded: dict[s
         if diff is not None:
             out[f.name] = diff
     return out
+
+
+def run_identity(cfg: Any) -> dict[str, Any]:
+    """An ``ExperimentConfig``'s identity (v2): ``identity_of`` without paths, then the data it reads.
+
+    - The training data: ``data.dataset_hash`` when set (the workflow sets it for the embedded data
+      set from its generator's parameters, argent/config/derived_paths.py; a user may declare one for theirs),
+      else the shard pattern as written (name your data set to move it freely).
+    - The hard-negatives table, only for a variant that reads it: ``data.negatives_id`` (the workflow's
+      identity of the table it mines) else the content hash of the file or folder.
+    Neither depends on where the results folder or the data live."""
+    out = identity_of(cfg)
+    data = dict(out.get("data", {}))
+    if cfg.data.train_shards and not cfg.data.dataset_hash:
+        data["train_shards"] = cfg.data.train_shards
+    if cfg.data.negatives and cfg.variant.hard_negatives != "none":
+        data["negatives"] = cfg.data.negatives_id or content_digest(cfg.data.negatives)
+    if data:
+        out["data"] = data
+    return out
+
+
+def v1_hash(cfg: Any) -> str:
+    """The hash identity v1 gave ``cfg`` (paths hashed as written): what a v1 checkpoint carries."""
+    return identity_hash(identity_of(cfg, excluded=EXCLUDED_V1), 1)
+
+
+def content_digest(path: str) -> str:
+    """16 hex digits of SHA-256 over a file, or over a folder's files (names and contents, sorted);
+    "missing" when there is nothing there (the trainer then names the path)."""
+    p = Path(path)
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p] if p.is_file() else []
+    if not files:
+        return "missing"
+    parts = [f"{f.relative_to(p) if p.is_dir() else ''}:{_file_digest(str(f), *_stamp(f))}" for f in files]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """Cached by size and time: a config is hashed many times per process (plan, tables)."""
+    return file_sha256(path)
 
 
 def identity_hash(identity: dict[str, Any], version: int) -> str:
@@ -197,7 +252,7 @@ def missing_pins(cls: type, pinned: dict[str, Any], excluded: dict[str, Any] | N
 
 def pin_new(cls: type, path: Path = PINNED_FILE) -> list[str]:
     """Add the fields the pin file lacks, at their current defaults; a pinned value never changes
-    (changing one is an identity version bump: argent/config.py, IDENTITY_VERSION)."""
+    (changing one is an identity version bump: argent/config/experiment.py, IDENTITY_VERSION)."""
     data = json.loads(path.read_text()) if path.is_file() else {"defaults": {}}
     added = missing_pins(cls, data["defaults"])
     for dotted, value in added.items():

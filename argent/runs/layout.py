@@ -6,7 +6,7 @@ A workflow's results folder (``results:`` of the config) holds::
       runs/<group>/<variant>-<size>/seed<k>/   one training run (RunFolder; read by argent.runs)
       eval/<group>/<variant>-<size>/seed<k>/   its evaluation JSON, one file per benchmark
       eval/pretrained/<family>-<size>/seed0/   a released model's, read like a run's
-      benchmarks/<stage>/[<group>/]<job>.tsv   Snakemake's job records (argent/job_records.py)
+      benchmarks/<stage>/[<group>/]<job>.tsv   Snakemake's job records (argent/runs/job_records.py)
       tables/ figures/ probe/ tune/<study>/ data/ logs/ mlflow.db preflight.json
 
 ``<group>`` is an experiment group of the workflow config (argent/plan/groups.py). A run folder holds:
@@ -21,7 +21,7 @@ A workflow's results folder (``results:`` of the config) holds::
 - ``.replacing/`` then ``.replaced/``: the earlier run's files while a finished staged run is promoted.
 
 Derived paths. The workflow config spells ``results:`` and ``hiershapes.out``; every path of a file
-the workflow writes is derived from them here (argent/config_paths.py fills them into the config):
+the workflow writes is derived from them here (argent/config/derived_paths.py fills them into the config):
 
     <results>/data/<dataset>/hierarcaps_clean.csv, negative_pool.csv   argent clean (CleanFolder)
     <results>/data/negatives/<name>.parquet                             argent mine (Results.negatives)
@@ -36,13 +36,18 @@ Paths only: no torch, so that the Snakefile, which imports this on every job, pa
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from argent.config import NAME_RE, SIZE_RE
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+SIZE_RE = re.compile(r"^[A-Za-z0-9]+$")
+"""Names that become path components (variants, benchmarks, studies): no '/', nothing that
+escapes ``results/``. Sizes have no '-' so that the run folder ``<variant>-<size>`` splits
+(argent.config.experiment ``check_name`` refuses any other name)."""
 
 RUNS_DIR = "runs"  # <results>/runs/<group>/<variant>-<size>/seed<k>
 EVAL_DIR = "eval"  # <results>/eval/<group>/<variant>-<size>/seed<k>/<benchmark>.json
@@ -151,7 +156,7 @@ def run_name(variant: str, size: str) -> str:
 
 
 def split_run(name: str) -> tuple[str, str]:
-    """``<variant>-<size>`` -> (variant, size); sizes contain no '-' (``config.SIZE_RE``)."""
+    """``<variant>-<size>`` -> (variant, size); sizes contain no '-' (``SIZE_RE``)."""
     variant, _, size = name.rpartition("-")
     return variant, size
 
@@ -283,7 +288,7 @@ class Results:
 
     @property
     def job_records(self) -> Path:
-        """Snakemake's per-job records (``benchmark:`` of every rule; argent/job_records.py): the folder
+        """Snakemake's per-job records (``benchmark:`` of every rule; argent/runs/job_records.py): the folder
         keeps Snakemake's word, ``benchmarks``."""
         return self.root / "benchmarks"
 

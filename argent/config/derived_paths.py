@@ -1,10 +1,10 @@
 """The workflow config's derived paths: filled in from ``results:`` and ``hiershapes.out`` once, where the
-config is read (``argent.workflow_config.load_config`` and the Snakefile), so no config spells them.
+config is read (``argent.config.load_config`` and the Snakefile), so no config spells them.
 
 A config spells a path only where the user's own data lives. What the workflow makes, it names:
 
 - ``benchmarks.<name>.dataset: hiershapes`` (with ``split: val`` for the validation split): the
-  entry's data paths under ``hiershapes.out`` (``argent.layout.HiershapesFolder``);
+  entry's data paths under ``hiershapes.out`` (``argent.runs.HiershapesFolder``);
 - ``clean.datasets.<name>: {dataset: hiershapes, split: ...}``: the split's ``csv`` and ``images``;
 - every PEP entry's ``clean_csv`` and ``negative_pool``: ``<results>/data/<dataset>/`` of the
   ``clean.datasets`` entry that cleans its ``hierarcaps_csv`` (none: PEP reads the whole split);
@@ -16,19 +16,28 @@ A key the config spells is kept (the user's data), except a path the layout owns
 or a negatives parquet or cache under ``results:`` (or in another results folder's layout), unless it
 is exactly the path derived here. Those are refused, naming the key: a path spelled by hand does not
 follow ``results:``, and a run would read another run's files. Filling in is idempotent, so a
-derived config (``<results>/workflow_config.yaml``, a group's) reads back unchanged, and the derived
-strings are the ones the configs spelled before, so no run, evaluation or job hash moves.
+derived config (``<results>/workflow_config.yaml``, a group's) reads back unchanged.
+
+Beside the paths it fills in the identities of the data the workflow makes, which the run identity
+hashes in their place (argent/runs/identity.py ``run_identity``), so a moved or renamed results or data
+folder keeps every run: ``data.dataset_hash`` of the embedded data set (its generator's parameters)
+and ``data.negatives_id`` of a mined table (the mining options and WordNet's content).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argent.layout import (
+from argent.config.convert import ConfigError
+from argent.runs.identity import content_digest
+from argent.runs.layout import (
     DEFAULT_HIERSHAPES,
     DEFAULT_RESULTS,
     EMBEDDED,
@@ -40,7 +49,6 @@ from argent.layout import (
     Results,
     is_under,
 )
-from argent.typed import ConfigError
 
 __all__ = ["derive_paths"]
 
@@ -59,12 +67,13 @@ def derive_paths(raw: dict[str, Any]) -> dict[str, Any]:
                                    or DEFAULT_HIERSHAPES)))
     _clean_datasets(cfg, hs)
     _benchmarks(cfg, hs, results)
-    _data(cfg.get("data"), "data", hs, results)
+    ids = DataIds(_generated_data_id(hiershapes), _negatives_id(cfg.get("negatives")))
+    _data(cfg.get("data"), "data", hs, results, ids)
     groups = cfg.get("groups")
     for name, group in (groups.items() if isinstance(groups, dict) else ()):
         overrides = group.get("overrides") if isinstance(group, dict) else None
         if isinstance(overrides, dict):
-            _data(overrides.get("data"), f"groups.{name}.overrides.data", hs, results)
+            _data(overrides.get("data"), f"groups.{name}.overrides.data", hs, results, ids)
     probe = cfg.get("probe")
     if isinstance(probe, dict) and probe.get("data", EMBEDDED) == EMBEDDED:
         probe["data"] = str(hs.classification())
@@ -154,25 +163,55 @@ def _cleaned(entry: dict[str, Any], where: str, cfg: dict[str, Any], results: Re
             entry.setdefault(key, derived[key][0])
 
 
-def _data(data: Any, where: str, hs: HiershapesFolder, results: Results) -> None:
-    """``train_shards: hiershapes``; ``negatives`` / ``image_cache``: a name under ``results:``."""
+@dataclass(frozen=True)
+class DataIds:
+    """The identities (argent/runs/identity.py ``run_identity``) of the data the workflow makes."""
+
+    generated: str  # the embedded data set's: its generator's parameters
+    negatives: str  # a mined negatives table's: the mining options and the WordNet it reads
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _generated_data_id(hiershapes: Any) -> str:
+    """``hiershapes-<hash of hiershapes.params>``: what argent synth writes depends on them, not on ``out``."""
+    params = hiershapes.get("params") if isinstance(hiershapes, dict) else None
+    return f"hiershapes-{_digest(params or {})}"
+
+
+def _negatives_id(negatives: Any) -> str:
+    """``mined-<hash>`` of the ``negatives:`` options, with WordNet's content in place of its path."""
+    options = dict(negatives) if isinstance(negatives, dict) else {}
+    wordnet = options.pop("wordnet_zip", "")
+    return f"mined-{_digest({'options': options, 'wordnet': content_digest(str(wordnet)) if wordnet else ''})}"
+
+
+def _data(data: Any, where: str, hs: HiershapesFolder, results: Results, ids: DataIds) -> None:
+    """``train_shards: hiershapes``; ``negatives`` / ``image_cache``: a name under ``results:``; the
+    identities of the data the workflow makes (``dataset_hash``, ``negatives_id``)."""
     if not isinstance(data, dict):
         return
-    if data.get("train_shards") == EMBEDDED:
+    shards = data.get("train_shards")
+    if shards == EMBEDDED or (isinstance(shards, str) and shards and _same_file(shards, hs.train_shards)):
         data["train_shards"] = hs.train_shards
+        data["dataset_hash"] = ids.generated
+    elif shards:
+        data.setdefault("dataset_hash", "")  # a base's embedded-data identity is not this data's
     layouts = {"negatives": (NEGATIVES_DIR, results.negatives, lambda p: p.name.removesuffix(".parquet")),
                "image_cache": (IMAGE_CACHE_DIR, results.image_cache, lambda p: p.name)}
     for key, (folder, of_name, name_of) in layouts.items():
         value = data.get(key)
         if not isinstance(value, str) or not value:
             continue
-        if NAME.match(value):
-            data[key] = str(of_name(value))
+        if NAME.match(value) or _same_file(value, str(of_name(name_of(Path(value))))):  # a name, or read back
+            data[key] = str(of_name(value if NAME.match(value) else name_of(Path(value))))
+            if key == "negatives":
+                data["negatives_id"] = ids.negatives
             continue
         path = Path(value)
         name = name_of(path)
-        if _same_file(value, str(of_name(name))):
-            continue  # as derived (a derived config read back)
         other_layout = path.parent.name == folder and path.parent.parent.name == "data"
         if is_under(value, results.root) or other_layout:
             where_it_is = (f"it lies in this config's results folder {results.root}" if is_under(value, results.root)
@@ -180,3 +219,5 @@ def _data(data: Any, where: str, hs: HiershapesFolder, results: Results) -> None
             raise ConfigError(f"{where}.{key}: {value!r}: {where_it_is}, and paths there are derived from "
                               f"`results:`. Write the name only ({key}: {name} means {of_name(name)}), or a path "
                               f"outside any results folder for files of your own")
+        if key == "negatives":
+            data["negatives_id"] = ""  # a file of the user's own: its content is its identity

@@ -1,10 +1,11 @@
 """The registry of entailment loss kinds: each kind's loss and the ``VariantConfig`` fields it reads.
 
-Torch-free: the workflow checks every variant against it while it parses (``argent.variant``), and a
-kind's loss is only imported, by name, when a run builds its objective
+It lives with the variant it checks, not with the losses: the workflow checks every variant against it
+while it parses (argent/config/variant.py), torch-free, and a kind's loss is only imported, by name
+(``"module:function"``, like the section types of ``SECTIONS``), when a run builds its objective
 (``argent.losses.entailment.pair_losses``). A new kind is its loss function and one line in
 ``ENTAILMENT_KINDS`` (docs/architecture.md, "How to add"); a variant that sets a field its kind does
-not read is refused (``argent.variant.check_variant_keys``).
+not read is refused (``argent.config.variant.check_variant_keys``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from argent.typed import named
+from argent.config.convert import named
 
 __all__ = ["ENTAILMENT_KINDS", "EntailmentKind", "KIND_FIELDS", "PAIR_FIELDS", "readers_of"]
 

@@ -9,7 +9,7 @@ import argparse
 import re
 from typing import Any
 
-from argent.typed import ConfigError
+from argent.config.convert import ConfigError
 
 DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 DEVICES = "cpu, cuda, cuda:<index> or mps"

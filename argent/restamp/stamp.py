@@ -1,43 +1,24 @@
-"""`argent restamp (--run DIR | --results DIR) [--config FILE] [--set key=value ...]`: carry finished
-runs over a change of the run identity's encoding, without retraining.
-
-A run stamped before run identity v1 (argent/identity.py) carries the *legacy* hash of its config.
-Re-stamping one run folder:
-
-1. its checkpoint must carry the legacy hash of the folder's own ``config.yaml`` (the weights belong
-   to that config) or already the current identity (nothing to do);
-2. that stored config must be *equivalent* to the config the workflow would now train for the
-   folder's group, variant, size and seed (same identity: same values wherever one differs from
-   its pinned default); else it is refused naming the first differing key;
-3. then the checkpoint's hash is rewritten (atomically; weights untouched; the summary's data counts
-   copied into it, so a later resume keeps them), and then summary.json's. A checkpoint already
-   current beside a summary.json of the old hash (a re-stamp whose summary write failed) gets the
-   summary re-stamped alone. The folder's writer lock is held throughout (argent.runs.hold_writer):
-   a folder a trainer is writing is refused, naming it.
-
-A run stamped under an older identity *version* is refused: a version bump means a value's meaning
-changed, so only a retrain makes the run match its config. Snakemake keeps the old hash as the train
-job's ``hash`` param; the verb prints the ``snakemake --cleanup-metadata`` line that drops it.
+"""One run folder checked and re-stamped (the verb: argent/restamp/__init__.py and cli.py): its checkpoint
+must carry the legacy or v1 hash of its own ``config.yaml``, that config read in v2's terms
+(``upgrade_stored``) must be the one the workflow now trains there (``expected_config``, from the
+plan), then the checkpoint, the config, the summary and the run's evaluation and probe results are
+re-stamped, each keeping its time. Never raises for a refusal: ``restamp_run`` returns its ``Outcome``.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
+import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from argent.config import IDENTITY_VERSION, ConfigError, ExperimentConfig
-from argent.identity import first_difference
-from argent.io import ArgentError, atomic_write_json, read_json
-from argent.layout import RUNS_DIR, Results, RunFolder, run_parts
-from argent.plan.cli import merged_config
-from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, build_plan, run_experiment
-from argent.typed import strict_yaml
-from argent.workflow_config import setting
+from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, ExperimentConfig, setting, strict_yaml
+from argent.io import ArgentError, atomic_write_json, atomic_write_text, read_json
+from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment
+from argent.runs import Results, RunFolder, eval_dir_of, first_difference, probe_result, run_parts, v1_hash
 
 
 @dataclass
@@ -134,30 +115,47 @@ def _restamp(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir: Path,
     stored = read_run_config(folder.root)
     state = read_checkpoint(folder.checkpoint)
     summary = _read_summary(folder)
-    now = stored.result_hash()
-    version = stamped_version(state, folder.config)
-    if state.get("config_hash") == now and version == IDENTITY_VERSION:
-        if summary is None or summary.get("config_hash") == now:
+    found, version = state.get("config_hash"), stamped_version(state, folder.config)
+    if found == stored.result_hash() and version == IDENTITY_VERSION:
+        if summary is None or summary.get("config_hash") == found:
             return Outcome(folder.root, "current", f"{folder.root}: already stamped with identity v{IDENTITY_VERSION}")
         # A re-stamp whose summary write failed: the checkpoint is current, the summary not yet.
         if not dry_run:
-            _write_summary(folder, summary, now, "the checkpoint was already re-stamped")
+            _write_summary(folder, summary, found, "the checkpoint was already re-stamped")
         verb = "would re-stamp" if dry_run else "re-stamped"
         return Outcome(folder.root, "restamped", f"{folder.root}: {verb} {folder.summary.name} {summary.get('config_hash')} "
-                                                 f"-> {now} (the checkpoint already carried it)")
-    if version is None or version == IDENTITY_VERSION:
-        raise CheckpointError(f"{folder.root}: the checkpoint's hash {state.get('config_hash')} is not the one "
-                              f"of its {folder.config.name}: the weights belong to another config; retrain the run")
-    if version != 0:
+                                                 f"-> {found} (the checkpoint already carried it)")
+    if version == IDENTITY_VERSION:
+        # A re-stamp cut after the checkpoint write: its stored config not yet upgraded.
+        upgraded = upgrade_stored(stored, expected_config(folder, cfg, plan, base_dir), base_dir)
+        if upgraded.result_hash() != found:
+            raise CheckpointError(f"{folder.root}: the checkpoint's hash {found} is not the one of its "
+                                  f"{folder.config.name}: the weights belong to another config; retrain the run")
+        if not dry_run:
+            _write_config(folder, upgraded)
+            if summary is not None:
+                _write_summary(folder, summary, found, "the checkpoint was already re-stamped")
+        verb = "would finish" if dry_run else "finished"
+        return Outcome(folder.root, "restamped", f"{folder.root}: {verb} an interrupted re-stamp to {found}")
+    if version is None:
+        raise CheckpointError(f"{folder.root}: the checkpoint's hash {found} is not the one of its "
+                              f"{folder.config.name}: the weights belong to another config; retrain the run")
+    if version not in CARRIED_VERSIONS:
         raise CheckpointError(f"{folder.root}: stamped under identity v{version}; v{IDENTITY_VERSION} changed what "
-                              f"a config value means (argent/config.py IDENTITY_VERSION): retrain the run")
+                              f"a config value means (argent/config/experiment.py IDENTITY_VERSION): retrain the run")
+    if version == 1 and found != v1_hash(stored):  # version 0 was matched against the legacy hash already
+        raise CheckpointError(f"{folder.root}: the checkpoint's hash {found} is not the v1 hash of its "
+                              f"{folder.config.name}: the weights belong to another config; retrain the run")
     expected = expected_config(folder, cfg, plan, base_dir)
-    diff = first_difference(stored.identity(), expected.identity())
+    upgraded = upgrade_stored(stored, expected, base_dir)
+    diff = first_difference(upgraded.identity(), expected.identity())
     if diff is not None:
         raise ArgentError(
             f"{folder.root}: its config differs from what the workflow now trains there, first at {diff} "
-            f"(run: {_value_at(stored.identity(), diff)!r}, config: {_value_at(expected.identity(), diff)!r}); "
+            f"(run: {_value_at(upgraded.identity(), diff)!r}, config: {_value_at(expected.identity(), diff)!r}); "
             f"not re-stamped. Retrain it, or pass the config it was trained with (--config/--set)")
+    now = expected.result_hash()
+    carried = _carry_results(folder, found, now, dry_run)
     if not dry_run:
         restamped = {**state, "config_hash": now, "identity_version": IDENTITY_VERSION}
         if "data_counts" not in state and summary is not None:  # kept for a resume (argent.engine.trainer)
@@ -167,52 +165,72 @@ def _restamp(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir: Path,
         except (ArgentError, OSError) as err:
             raise ArgentError(f"{folder.checkpoint}: re-stamp failed ({err}); nothing in {folder.root} was changed "
                               f"(the write is atomic); fix the cause and run argent restamp again") from None
+        _write_config(folder, upgraded)
         if summary is not None:
             _write_summary(folder, summary, now, "the checkpoint was re-stamped")
     verb = "would re-stamp" if dry_run else "re-stamped"
-    return Outcome(folder.root, "restamped", f"{folder.root}: {verb} {state.get('config_hash')} -> {now}")
+    return Outcome(folder.root, "restamped", f"{folder.root}: {verb} {found} (v{version}) -> {now}, and {carried} "
+                                             f"evaluation/probe result(s) of these weights")
+
+
+def _carry_results(folder: RunFolder, old: str, now: str, dry_run: bool) -> int:
+    """The run's evaluation and probe JSONs carry its hash; those of these weights (the old hash) are
+    re-stamped first (a cut re-stamp leaves the run on its old hash, and the next finishes), each
+    keeping its time, so Snakemake re-evaluates nothing. Returns how many."""
+    group, variant, size, seed = run_parts(folder.root)
+    paths = [*sorted(eval_dir_of(folder.root).glob("*.json")),
+             probe_result(folder.results_root(), group, variant, size, seed)]
+    stamped = []
+    for path in paths:
+        data = read_json(path) if path.is_file() else None
+        if isinstance(data, dict) and data.get("config_hash") == old:
+            stamped.append((path, data))
+    for path, data in stamped if not dry_run else ():
+        _rewrite_keeping_time(path, lambda p, d=data: atomic_write_json(p, {**d, "config_hash": now}))
+    return len(stamped)
+
+
+def _rewrite_keeping_time(path: Path, write: Any) -> None:
+    """Rewrite ``path`` with ``write(path)`` and give it back its modification time: a re-stamp changes
+    no number, so nothing downstream of it is out of date."""
+    before = path.stat()
+    write(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def upgrade_stored(stored: ExperimentConfig, expected: ExperimentConfig, base_dir: Path) -> ExperimentConfig:
+    """What a config stored by identity v0/v1 code says in v2's terms: the loader's data streams were
+    its workers (``max(1, num_workers)``), and a data path that is the workflow's own (the same file as
+    ``expected``'s) takes the identity the workflow now gives it. Nothing else is filled in."""
+    def same(a: str, b: str) -> bool:
+        return bool(a) and os.path.abspath(base_dir / a) == os.path.abspath(base_dir / b)
+
+    data = stored.data
+    if not data.dataset_hash and same(data.train_shards, expected.data.train_shards):
+        data = dataclasses.replace(data, dataset_hash=expected.data.dataset_hash)
+    if not data.negatives_id and same(data.negatives, expected.data.negatives):
+        data = dataclasses.replace(data, negatives_id=expected.data.negatives_id)
+    train = stored.train
+    if train.data_streams == 1 and train.num_workers > 1:
+        train = dataclasses.replace(train, data_streams=train.num_workers)
+    return dataclasses.replace(stored, data=data, train=train)
+
+
+def _write_config(folder: RunFolder, cfg: ExperimentConfig) -> None:
+    """The stored config in v2's terms (``upgrade_stored``), as the trainer writes it."""
+    try:
+        atomic_write_text(folder.config, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    except (ArgentError, OSError) as err:
+        raise ArgentError(f"{folder.config}: re-stamp failed ({err}); the checkpoint was re-stamped, "
+                          f"{folder.config.name} was not changed. Fix the cause and run argent restamp again: "
+                          f"it finishes the re-stamp") from None
 
 
 def _write_summary(folder: RunFolder, summary: dict[str, Any], now: str, done: str) -> None:
     try:
-        atomic_write_json(folder.summary, {**summary, "config_hash": now, "identity_version": IDENTITY_VERSION})
+        _rewrite_keeping_time(folder.summary, lambda p: atomic_write_json(
+            p, {**summary, "config_hash": now, "identity_version": IDENTITY_VERSION}))
     except (ArgentError, OSError) as err:
         raise ArgentError(f"{folder.summary}: re-stamp failed ({err}); {done} (its data counts kept in it), "
                           f"{folder.summary.name} was not changed (it still carries {summary.get('config_hash')}). "
                           f"Fix the cause and run argent restamp again: it re-stamps the summary alone") from None
-
-
-def run_folders(results: Path) -> list[Path]:
-    return sorted(p.parent for p in (results / RUNS_DIR).glob("*/*/seed*/config.yaml"))
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="argent restamp", description=__doc__.split("\n\n")[0])
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--run", type=Path, help="one run folder: <results>/runs/<group>/<variant>-<size>/seed<k>")
-    where.add_argument("--results", type=Path, help="every run folder under <results>/runs")
-    p.add_argument("--config", type=Path, default=Path("config") / "config.yaml",
-                   help="the workflow config the workflow now trains with (merged over config/config.yaml)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, as given to snakemake --config (repeatable)")
-    p.add_argument("--base-dir", type=Path, default=Path.cwd(), help="project root (relative paths; default: cwd)")
-    p.add_argument("--dry-run", action="store_true", help="check and report; write nothing")
-    args = p.parse_args(argv)
-    cfg = merged_config(args.config, args.overrides, args.base_dir)
-    plan = build_plan(cfg, args.base_dir)
-    folders = [args.run] if args.run else run_folders(args.results)
-    if not folders:
-        raise ArgentError(f"{args.results / RUNS_DIR}: no run folder (runs/<group>/<variant>-<size>/seed<k>/config.yaml)")
-    outcomes = [restamp_run(folder, cfg, plan, args.base_dir, args.dry_run) for folder in folders]
-    for outcome in outcomes:
-        print(f"argent restamp: {outcome.message}", file=sys.stderr if outcome.status == "refused" else sys.stdout)
-    done = [o for o in outcomes if o.status == "restamped"]
-    if done and not args.dry_run:
-        summaries = " ".join(str(RunFolder(o.run).summary) for o in done if RunFolder(o.run).summary.is_file())
-        print("argent restamp: Snakemake still records the old hash as these train jobs' `hash` param; drop it "
-              f"(nothing is deleted but that record): snakemake --cleanup-metadata {summaries}")
-    refused = [o for o in outcomes if o.status == "refused"]
-    if refused:
-        rest = "; the others are done" if len(refused) < len(outcomes) else ""
-        raise ArgentError(f"{len(refused)} of {len(outcomes)} run folder(s) not re-stamped (reasons above){rest}")
-    return 0

@@ -1,0 +1,45 @@
+"""The configuration, every stage's config API: the workflow config read through one door, its sections
+typed, and one run's ``ExperimentConfig``.
+
+Modules, bottom up (each imports only those before it, and from argent.runs only the paths of
+``layout`` and the hashing of ``identity``):
+
+- ``convert``: ``ConfigError``; the strict dict -> dataclass conversion (``from_dict``, ``check_partial``,
+  ``check_range``) and ``named`` (the ``"module:attribute"`` strings registries hold);
+- ``registry``: ``SECTIONS``, the one registry of the workflow config's top-level sections, and
+  ``setting`` (one value, else its type's default);
+- ``loading``: strict YAML and the merge layers (``config/config.yaml``, the file, ``--set``);
+- ``limits``: range checks the types cannot express (head arithmetic, devices, seeds, warm-up);
+- ``loss_kinds``: the registry of entailment loss kinds and the variant fields each reads;
+- ``variant``: a variant, a model family or ablation as data (``VariantConfig``);
+- ``experiment``: the run-level sections (model, optim, train, data, tracking) and ``ExperimentConfig``,
+  ``IDENTITY_VERSION``;
+- ``derived_paths``: the paths derived from ``results:`` and ``hiershapes.out``, filled in once;
+- ``workflow``: ``load_config``, the one door to the workflow config, and ``WorkflowConfig``.
+
+Torch-free: the Snakefile and the DAG build read all of it while they parse. Names are imported on
+first use (``argent.lazy``); inside the package a module imports its siblings by their own path.
+docs/config.md: the sections, the merge layers, how to add a key or a section.
+"""
+
+from argent.lazy import lazy_exports
+
+_MODULES = {
+    "argent.config.convert": ("ConfigError", "check_partial", "check_range", "config_keys", "from_dict", "named"),
+    "argent.config.registry": ("SECTIONS", "WORKFLOW_SECTIONS", "Section", "check_sections", "field_default",
+                               "section_of", "section_type", "setting"),
+    "argent.config.loading": ("DEFAULT_CONFIG", "check_duplicate_keys", "deep_merge", "load_merged_config",
+                              "load_workflow_config", "load_yaml", "parse_override", "strict_yaml"),
+    "argent.config.limits": ("check_device", "check_model_arithmetic", "check_schedule", "check_seed", "threads"),
+    "argent.config.loss_kinds": ("ENTAILMENT_KINDS", "KIND_FIELDS", "PAIR_FIELDS", "EntailmentKind", "readers_of"),
+    "argent.config.variant": ("INTRA_PAIRS", "PAIR_TYPES", "CementConfig", "VariantConfig", "check_variant_keys"),
+    "argent.config.experiment": ("CARRIED_VERSIONS", "IDENTITY_VERSION", "MODEL_SIZES", "BatchingConfig", "DataConfig",
+                                 "ExperimentConfig", "ModelConfig", "OptimConfig", "TrackingConfig", "TrainConfig",
+                                 "check_name", "experiment_from_dict", "experiment_from_resolved", "load_variants",
+                                 "model_from", "variant_from", "variant_layers"),
+    "argent.config.derived_paths": ("derive_paths",),
+    "argent.config.workflow": ("TopLevel", "WorkflowConfig", "check_snakemake_config", "load_config", "parse_section"),
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
