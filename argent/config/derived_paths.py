@@ -27,8 +27,6 @@ and ``data.negatives_id`` of a mined table (the mining options and WordNet's con
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -36,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from argent.config.convert import ConfigError
-from argent.runs.identity import content_digest
+from argent.runs.identity import content_digest, stable_hash
 from argent.runs.layout import (
     DEFAULT_HIERSHAPES,
     DEFAULT_RESULTS,
@@ -171,21 +169,17 @@ class DataIds:
     negatives: str  # a mined negatives table's: the mining options and the WordNet it reads
 
 
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def _generated_data_id(hiershapes: Any) -> str:
     """``hiershapes-<hash of hiershapes.params>``: what argent synth writes depends on them, not on ``out``."""
     params = hiershapes.get("params") if isinstance(hiershapes, dict) else None
-    return f"hiershapes-{_digest(params or {})}"
+    return f"hiershapes-{stable_hash(params or {})}"
 
 
 def _negatives_id(negatives: Any) -> str:
     """``mined-<hash>`` of the ``negatives:`` options, with WordNet's content in place of its path."""
     options = dict(negatives) if isinstance(negatives, dict) else {}
     wordnet = options.pop("wordnet_zip", "")
-    return f"mined-{_digest({'options': options, 'wordnet': content_digest(str(wordnet)) if wordnet else ''})}"
+    return f"mined-{stable_hash({'options': options, 'wordnet': content_digest(str(wordnet)) if wordnet else ''})}"
 
 
 def _data(data: Any, where: str, hs: HiershapesFolder, results: Results, ids: DataIds) -> None:

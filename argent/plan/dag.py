@@ -12,8 +12,6 @@ only adapts these methods to Snakemake's wildcards.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -47,17 +45,13 @@ from argent.plan.targets import (
     refuse_carried_stamps,
 )
 from argent.runs import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
+from argent.runs.identity import stable_hash
 from argent.tables.claims_spec import check_claims
 from argent.tables.config import claims_table
 from argent.tables.outputs import TABLES, TableChoice, choose_tables
 from argent.tuning.validation import validation_benchmarks
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
-
-
-def stable_hash(obj: Any) -> str:
-    """16 hex digits of SHA-256 over sorted-key JSON (``str`` for anything JSON lacks): a job's ``hash`` param."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def file_digest(path: str | None) -> str:

@@ -171,6 +171,12 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     return file_sha256(path)
 
 
+def stable_hash(obj: Any) -> str:
+    """16 hex digits of SHA-256 over sorted-key JSON (``str`` for anything JSON lacks): a job's ``hash``
+    param, a data set's identity, a workflow config's hash."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def identity_hash(identity: dict[str, Any], version: int) -> str:
     """16 hex digits of SHA-256 over the canonical JSON of the identity and its version."""
     text = canonical_json({"identity_version": version, "run": identity})

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -34,6 +33,7 @@ from argent.runs import (
     read_run_config,
     results_tracking_uri,
 )
+from argent.runs.identity import stable_hash
 from argent.tracking.tags import git_commit, run_tags
 from argent.tracking.tracker import RESEND_LATER, Tracker
 
@@ -93,7 +93,7 @@ def log_evaluation(run_dir: str | Path, files: Iterable[str | Path] | None = Non
 
 
 def workflow_hash(cfg: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return stable_hash(cfg)
 
 
 def log_tables_run(tables_dir: Path, figures_dir: Path | None, workflow_cfg: dict[str, Any], results_dir: Path,
