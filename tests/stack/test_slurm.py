@@ -174,9 +174,12 @@ def test_two_tune_workers_as_slurm_jobs_on_postgresql_finish_exactly_the_budget(
     assert sum(sum(r.values()) for r in ran) == tune["n_trials"], ran
 
 
-# About 80 s of training on 2 cores: long enough to be caught mid-run and to outlive a 1-minute time limit;
-# no periodic checkpoint before the end, so every other checkpoint is a stop's.
-STEPS, BATCH, CHECKPOINT_EVERY = 360, 128, 1000
+# About 70 s of training in a one-CPU Slurm job here (360 steps took 35 s): long enough to be caught
+# mid-run, and to outlive the warning of a 1-minute limit with a 20 s lead, which slurmctld sends at the
+# first of its 30-s checks at most 50 s before the limit, i.e. 10-40 s into the job (measured with sleep
+# jobs; at 360 steps a 39.6 s job finished before it). No periodic checkpoint before the end, so every
+# other checkpoint is a stop's.
+STEPS, BATCH, CHECKPOINT_EVERY = 720, 128, 1000
 RESUMED = re.compile(r"resumed \S+ at step (\d+)")
 PREEMPTED = "returned non-zero exit status 75"  # argent train's status after checkpointing on a signal
 # Snakemake's line on SIGTERM: it waits for its running job, then exits 1 whatever the job's outcome.
@@ -269,7 +272,8 @@ def check_resumed_where_stopped(repo: Path, run: Path, reference: Path, out: str
     assert "unexpected" not in endings, [(a, e, log.read_text()[-2000:]) for (a, log), e in zip(attempts, endings)
                                          if e == "unexpected"]
     stops = [k for k in steps if k < STEPS]
-    assert endings.count("stopped") == len(stops) and stops, (endings, steps)
+    assert stops, f"no attempt was stopped (checkpoint steps {steps}): the run outran its signal; raise STEPS"
+    assert endings.count("stopped") == len(stops), (endings, steps)
     assert all(0 < k < STEPS and k % CHECKPOINT_EVERY for k in stops) and stops == sorted(stops), stops
     last_log = (repo / "results" / "smoke" / "logs" / "train" / "main" / "clip-tiny-seed0.log").read_text()
     finished_before = ALREADY_FINISHED.findall(last_log)
