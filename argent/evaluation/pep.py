@@ -174,10 +174,30 @@ def _auc_ap(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
     return float(roc_auc_score(labels, scores)), float(average_precision_score(labels, scores))
 
 
-def pep_metrics(phi_pos: np.ndarray, level_pos: np.ndarray, phi_neg: np.ndarray) -> dict[str, float | int]:
-    """AUC-ROC and AP of p_Ent overall and per level; raw (−φ) AUC/AP as a diagnostic.
+def tied_comparison_share(pos: np.ndarray, neg: np.ndarray) -> float:
+    """The share of the P·M positive–negative comparisons an AUC averages whose two scores are equal.
 
-    phi_pos (P,) and level_pos (P,) for the positives, phi_neg (N,) for the negatives.
+    AUC = (1 − τ)·AUC_untied + τ/2: each tie is half a win whatever the model, so with τ near 1 the
+    AUC counts how many pairs leave the tie (here, positives inside the half-space φ < π/2), not how
+    the score ranks them (docs/statistics.md, "What a metric can rank")."""
+    values, pos_counts = np.unique(pos, return_counts=True)
+    at = np.searchsorted(values, neg)
+    inside = at < len(values)
+    hits = np.zeros(len(neg), dtype=bool)
+    hits[inside] = values[at[inside]] == neg[inside]
+    neg_counts = np.bincount(at[hits], minlength=len(values))
+    return float((pos_counts * neg_counts[: len(values)]).sum() / (len(pos) * len(neg)))
+
+
+def pep_metrics(phi_pos: np.ndarray, level_pos: np.ndarray, phi_neg: np.ndarray) -> dict[str, float | int]:
+    """AUC-ROC and AP of p_Ent overall and per level; raw (−φ) AUC/AP as a diagnostic; what the clamp ties.
+
+    phi_pos (P,) and level_pos (P,) for the positives, phi_neg (N,) for the negatives. Beside the
+    published scores, the numbers that say whether the clamped score can rank at all (the protocol
+    card of a claims row, argent/tables/protocol_card.py): the share of positive–negative
+    comparisons tied (``tied_share``; per level ``tied_share_L<k>``), the share of positives inside
+    the half-space φ < π/2, where p_Ent > 0 (``inside_share``, ``inside_share_L<k>``), the share of
+    negatives there (``inside_share_negative``) and the unclamped ranking per level (``raw_auc_L<k>``).
     """
     phi_pos = np.asarray(phi_pos, dtype=np.float64)
     phi_neg = np.asarray(phi_neg, dtype=np.float64)
@@ -191,10 +211,18 @@ def pep_metrics(phi_pos: np.ndarray, level_pos: np.ndarray, phi_neg: np.ndarray)
         sel = level_pos == level
         out[f"auc_L{level}"], out[f"ap_L{level}"] = _auc_ap(p_pos[sel], p_neg)
     out["raw_auc"], out["raw_ap"] = _auc_ap(-phi_pos, -phi_neg)
+    for level in sorted(set(level_pos.tolist())):
+        sel = level_pos == level
+        out[f"raw_auc_L{level}"], _ = _auc_ap(-phi_pos[sel], -phi_neg)
+        out[f"inside_share_L{level}"] = float((p_pos[sel] > 0).mean())
+        out[f"tied_share_L{level}"] = tied_comparison_share(p_pos[sel], p_neg)
     out["n_positive"] = int(phi_pos.size)
     out["n_negative"] = int(phi_neg.size)
     out["mean_phi_positive"] = float(phi_pos.mean())
     out["mean_phi_negative"] = float(phi_neg.mean())
     # Share of pairs scored exactly 0 by the clamp: how much of the ranking is ties.
     out["zero_score_share"] = float((np.concatenate([p_pos, p_neg]) == 0).mean())
+    out["inside_share"] = float((p_pos > 0).mean())
+    out["inside_share_negative"] = float((p_neg > 0).mean())
+    out["tied_share"] = tied_comparison_share(p_pos, p_neg)
     return out

@@ -189,7 +189,8 @@ def _read_pool(path: Path) -> list[str]:
 
 def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
     if model.geometry == "euclidean":
-        keys = ["auc", "ap", "raw_auc", "raw_ap"] + [f"{m}_L{k}" for m in ("auc", "ap") for k in range(1, 5)]
+        keys = ["auc", "ap", "raw_auc", "raw_ap", "tied_share", "inside_share"] + [
+            f"{m}_L{k}" for m in ("auc", "ap", "raw_auc", "tied_share", "inside_share") for k in range(1, 5)]
         return {
             "metrics": dict.fromkeys(keys),
             "counts": {"n_items": 0},
@@ -221,7 +222,8 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
     phi_pos, level_pos, phi_neg = pep.pair_angles(text_emb, image_emb, pairs, curv, entry.block_entries)
     metrics = pep.pep_metrics(phi_pos, level_pos, phi_neg)
     counts = {"n_items": len(samples), "n_pool": int(pairs.pool_text.numel()), "n_pairs": len(phi_pos) + len(phi_neg)}
-    items = {"auc": _pep_auc_items(samples, pairs, phi_pos, phi_neg)}
+    items = {"auc": _pep_auc_items(samples, pairs, pep.entailment_probability(phi_pos), pep.entailment_probability(phi_neg)),
+             "raw_auc": _pep_auc_items(samples, pairs, -phi_pos, -phi_neg)}
     out = {"metrics": metrics, "counts": counts, "pairs": source, "items": items}
     if metrics["zero_score_share"] == 1.0:  # every pair outside every cone: the clamp ties them all at 0
         out["degraded"] = ["every pair's entailment probability is 0 (all ties), so auc/ap are 0.5/chance by "
@@ -230,10 +232,10 @@ def run_pep(model: Any, entry: PepEntry, policy: BadDataPolicy, out_path: Path |
 
 
 def _pep_auc_items(
-    samples: list, pairs: pep.PepPairs, phi_pos: np.ndarray, phi_neg: np.ndarray
+    samples: list, pairs: pep.PepPairs, pos_scores: np.ndarray, neg_scores: np.ndarray
 ) -> tuple[list[str], np.ndarray]:
-    """The pooled ``auc``'s clustered-DeLong pseudo-values, one per image row
-    (``items.clustered_auc_pseudovalues``): a row's positive pairs (its levels) and its negative
+    """A pooled AUC's clustered-DeLong pseudo-values (``items.clustered_auc_pseudovalues``), one per
+    image row, for the pairs' scores (the clamped p_Ent of ``auc``, or −φ of ``raw_auc``): a row's positive pairs (its levels) and its negative
     pairs (it against the pool) share the image, so the image is the unit the test set draws.
     Their mean is the AUC and their variance / N the AUC's variance over test images with the
     negative pool held fixed (the pool is a crossed factor the interval does not resample; with
@@ -241,10 +243,7 @@ def _pep_auc_items(
     and that part of the spread is left out too). Ids: the row id."""
     row_ids = [str(s.id) for s in samples]
     neg_image, _ = pep.negative_index(pairs, len(samples))
-    return clustered_auc_pseudovalues(
-        pep.entailment_probability(phi_pos), pairs.pos_image.numpy(),
-        pep.entailment_probability(phi_neg), neg_image, row_ids,
-    )
+    return clustered_auc_pseudovalues(pos_scores, pairs.pos_image.numpy(), neg_scores, neg_image, row_ids)
 
 
 def _radii(model: Any, text_emb: Tensor, batch_size: int) -> Tensor:

@@ -57,7 +57,8 @@ PROTOCOL_KINDS: dict[str, tuple[tuple[re.Pattern[str], Kind], ...]] = {
         "zeroshot": ((r"top1|mean_per_class|jaccard|hier_precision|hier_recall", FRACTION), (r"tie|lca", EDGES),
                      (r"n_classes_evaluated", COUNT)),
         "retrieval": ((r"(i2t|t2i)_R@\d+", FRACTION),),
-        "pep": ((r"(raw_)?(auc|ap)|(auc|ap)_L\d+|zero_score_share", FRACTION),
+        "pep": ((r"(raw_)?(auc|ap)|(raw_)?auc_L\d+|ap_L\d+|zero_score_share|(tied|inside)_share(_L\d+)?"
+                 r"|inside_share_negative", FRACTION),
                 (r"mean_phi_(positive|negative)", ANGLE), (r"n_(positive|negative)", COUNT)),
         "hierarcaps": ((r"kendall_tau", TAU), (r"kendall_tau(_undefined)?_rows", COUNT),
                        (r"level_order_exact_share|threshold_(precision|recall)", FRACTION),

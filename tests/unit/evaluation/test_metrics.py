@@ -108,6 +108,25 @@ def test_pep_hand_case_against_hand_auc_ap() -> None:
     assert m["auc_L1"] == 1.0 and m["auc_L3"] == pytest.approx(1 / 3)  # (0 vs [0.81,0,0]): 0 + ½ + ½
     assert m["n_positive"] == 3 and m["n_negative"] == 3
     assert m["zero_score_share"] == pytest.approx(3 / 6)
+    # What the clamp ties: pos at 0 (1 of 3) against neg at 0 (2 of 3) are 2 of the 9 comparisons.
+    assert m["tied_share"] == pytest.approx(2 / 9) and m["tied_share_L3"] == pytest.approx(2 / 3)
+    assert m["inside_share"] == pytest.approx(2 / 3) and m["inside_share_negative"] == pytest.approx(1 / 3)
+    assert m["inside_share_L1"] == 1.0 and m["inside_share_L3"] == 0.0
+    assert m["raw_auc_L3"] == 0.0 and m["raw_auc_L1"] == 1.0  # φ 2.0 is above every negative's angle
+
+
+def test_pep_auc_is_half_the_ties_plus_the_untied_ranking() -> None:
+    """AUC = (1 − τ)·AUC_untied + τ/2: with most comparisons tied at the clamp, the AUC is set by how
+    many positives leave the tie, whatever their order (docs/statistics.md, "What a metric can rank")."""
+    rng = np.random.default_rng(1)
+    phi_neg = np.r_[rng.uniform(1.6, 3.0, 950), rng.uniform(0.2, 1.5, 50)]
+    phi_pos = np.r_[rng.uniform(1.6, 2.0, 300), rng.uniform(0.1, 1.5, 100)]
+    m = pep_metrics(phi_pos, np.ones(400, dtype=int), phi_neg)
+    p_pos, p_neg = np.maximum(0, 1 - 2 * phi_pos / math.pi), np.maximum(0, 1 - 2 * phi_neg / math.pi)
+    tied = (p_pos[:, None] == p_neg[None, :])
+    assert m["tied_share"] == pytest.approx(tied.mean())
+    untied = (p_pos[:, None] > p_neg[None, :])[~tied].mean()
+    assert m["auc"] == pytest.approx((1 - tied.mean()) * untied + tied.mean() / 2)
 
 
 def test_pep_metrics_equal_sklearn_on_same_scores() -> None:
