@@ -38,10 +38,11 @@ from argent.data.manifest import manifest_check, mismatch_message
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
-from argent.plan.groups import base_variant, build_plan
+from argent.plan.groups import TUNED_SUFFIX, Plan, base_variant, build_plan
+from argent.plan.inputs import declared_hash_refusals, results_problem
 from argent.plan.memory import shortfall, training_memory
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
-from argent.tables.claims_spec import check_claims
+from argent.tables.claims_spec import ClaimsSpec, check_claims
 
 SAMPLE_RECORDS = 4
 
@@ -113,6 +114,49 @@ def _objective_problems(workflow: WorkflowConfig, base_dir: Path) -> list[str]:
     return []
 
 
+def _shard_count(pattern: str, cfg: dict[str, Any], prefixes: list[str]) -> int | None:
+    """How many shard files ``pattern`` names: those on disk, else, for the embedded data the workflow
+    makes, ``ceil(train_scenes / shard_size)`` of ``hiershapes.params``; None when unknown."""
+    try:
+        return len(expand_shards(pattern))
+    except ArgentError:
+        pass
+    params = setting(cfg, "hiershapes", "params") or {}
+    scenes, size = params.get("train_scenes"), params.get("shard_size")
+    if is_produced(pattern, prefixes) and isinstance(scenes, int) and isinstance(size, int) and size > 0:
+        return -(-scenes // size)
+    return None
+
+
+def _stream_problem(exp: ExperimentConfig, gpus: int, shards: int | None, run: str) -> str | None:
+    """``train.data_streams`` per rank × ranks must not exceed the shards (the trainer's refusal: every
+    stream reads its own shards)."""
+    streams = exp.train.data_streams * max(1, gpus)
+    if shards is None or shards >= streams:
+        return None
+    return (f"run {run}: train.data_streams {exp.train.data_streams} × {max(1, gpus)} rank(s) (runs.gpus) = {streams} "
+            f"data streams, but data.train_shards names {shards} shard file(s); every stream needs its own shard: "
+            f"lower train.data_streams to at most {max(1, shards // max(1, gpus))}, or write more, smaller shards")
+
+
+def claim_run_problems(claims: ClaimsSpec | None, catalogue: set[str], where: str = "claims") -> list[str]:
+    """A claim whose run can be no run at all (``argent tables`` printed one line and wrote no claims
+    table): its variant is neither in the variant catalogue nor ``<variant>-tuned`` of one (a typo). A run of a group
+    this config does not define or train is another config's (one claims file serves every config, and
+    config/smoke.yaml trims the groups): "not run" in the claims table, no error."""
+    problems = []
+    for claim in claims.claims if claims else []:
+        for side in ("a", "b"):
+            name = getattr(claim, side)
+            variant = name.rpartition("/")[2]
+            if variant not in catalogue and variant.removesuffix(TUNED_SUFFIX) not in catalogue:
+                known = sorted(v for v in catalogue if v[:3] == variant[:3]) or sorted(catalogue)[:6]
+                problems.append(f"{where}: claim {claim.id}: {side}: {name!r}: no variant {variant!r} in "
+                                f"the variant catalogue (variants_file), so no run can ever fill it; a typo? "
+                                f"(e.g. {', '.join(known)})")
+    return problems
+
+
 def _manifest_finding(key: str, pattern: str, bad_data: str) -> Finding | None:
     """The shards' sample counts against their data set's manifest (argent/data/manifest.py), when
     the shards exist and a manifest lists them: ``ok``; a difference is ``unreadable`` in strict
@@ -132,19 +176,13 @@ def _manifest_finding(key: str, pattern: str, bad_data: str) -> Finding | None:
                                        f"as {check.manifest} lists")
 
 
-def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> list[Finding]:
-    """Every check; raises ``PreflightError`` listing every problem, else returns the findings."""
-    check_sections(cfg)
-    prefixes = produced_prefixes(cfg)
-    findings: list[Finding] = []
+def _run_problems(cfg: dict[str, Any], plan: Plan, base_dir: Path, prefixes: list[str],
+                  devices: dict[str, str]) -> list[str]:
+    """Each distinct (group, variant, size) the plan trains, as its job would start it: its resolved config,
+    its memory need, its data streams against the shards; the devices it asks for go into ``devices``."""
     problems: list[str] = []
-    devices: dict[str, str] = {}  # device -> the key that asks for it
-    try:
-        plan = build_plan(cfg, base_dir)  # the experiment groups; a group that cannot run is an error here
-    except ConfigError as err:
-        plan = None
-        problems.append(f"groups: {err}")
-    for group, variant, size in dict.fromkeys((k.group, k.variant, k.size) for k in (plan.trained if plan else [])):
+    shard_counts: dict[str, int | None] = {}
+    for group, variant, size in dict.fromkeys((k.group, k.variant, k.size) for k in plan.trained):
         try:
             exp = experiment_from_dict(plan.configs[group], base_variant(cfg, variant), size, 0, base_dir=base_dir)
         except ConfigError as err:
@@ -152,9 +190,35 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
             continue
         own = (plan.groups[group].overrides.get("train") or {}).get("device")  # the key to name is the one set
         devices.setdefault(exp.train.device, f"groups.{group}.overrides.train.device" if own else "train.device")
-        memory = _memory_problem(exp, f"{group}/{variant}-{size}")
-        if memory:
-            problems.append(memory)
+        pattern = exp.data.train_shards
+        if pattern not in shard_counts:
+            shard_counts[pattern] = _shard_count(pattern, cfg, prefixes) if pattern else None
+        gpus = int(setting(plan.configs[group], "runs", "gpus") or 0)
+        problems += [p for p in (_memory_problem(exp, f"{group}/{variant}-{size}"),
+                                 _stream_problem(exp, gpus, shard_counts[pattern], f"{group}/{variant}-{size}")) if p]
+    return problems
+
+
+def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0,
+              claims: ClaimsSpec | None = None) -> list[Finding]:
+    """Every check; raises ``PreflightError`` listing every problem, else returns the findings."""
+    check_sections(cfg)
+    prefixes = produced_prefixes(cfg)
+    findings: list[Finding] = []
+    problems: list[str] = []
+    devices: dict[str, str] = {}  # device -> the key that asks for it
+    results_folder = Path(str(setting(cfg, "results")))
+    unusable = results_problem(results_folder if results_folder.is_absolute() else base_dir / results_folder)
+    if unusable:
+        problems.append(unusable)
+    try:
+        plan = build_plan(cfg, base_dir)  # the experiment groups; a group that cannot run is an error here
+    except ConfigError as err:
+        plan = None
+        problems.append(f"groups: {err}")
+    if plan is not None:
+        problems += _run_problems(cfg, plan, base_dir, prefixes, devices)
+        problems += declared_hash_refusals(plan, base_dir)  # data built as another dataset_hash than declared
     if setting(cfg, "clean", "datasets"):  # the cleaning jobs run on clean.device
         devices.setdefault(setting(cfg, "clean", "device"), "clean.device")
     problems += _device_problems(devices)
@@ -205,8 +269,13 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0) -> 
             except ArgentError as err:
                 findings.append(Finding(f"benchmarks.{name}.hierarcaps_csv", csv_path, "unreadable", str(err)))
 
+    if plan is not None and claims is not None:
+        from argent.config import load_variants
+
+        catalogue = set(load_variants(base_dir / str(setting(cfg, "variants_file"))))
+        problems += claim_run_problems(claims, catalogue, "tables.claims.file")
     results = base_dir / setting(cfg, "results")
-    probe = results if results.exists() else base_dir
+    probe = results if results.is_dir() else base_dir
     free_gb = shutil.disk_usage(probe).free / 2**30
     if free_gb < min_free_gb:
         problems.append(f"results: {results}: only {free_gb:.1f} GiB free (at least {min_free_gb:g} GiB wanted); "
@@ -230,8 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     # merged over config/config.yaml as Snakemake's --configfile does (the workflow's own merged file is a fixpoint)
     workflow = load_config(args.config, base_dir=args.base_dir, merge_default=not args.no_default)
     workflow.check_all()  # every section, typed by its dataclass (argent.config.SECTIONS)
-    check_claims(workflow.raw, args.base_dir)  # the claims file and its role map, as the tables job reads them
-    findings = preflight(workflow.raw, args.base_dir, args.min_free_gb)
+    claims = check_claims(workflow.raw, args.base_dir)  # the claims file and its role map, as the tables job reads them
+    findings = preflight(workflow.raw, args.base_dir, args.min_free_gb, claims)
     for f in findings:
         if f.status == "missing-optional":
             print(f"skipped (optional, data absent): {f.key}: {f.path}", file=sys.stderr)

@@ -53,10 +53,11 @@ import torch
 
 from argent.config import ExperimentConfig, load_config
 from argent.data.hiershapes.generate import HiershapesParams, generate
+from argent.device import require_device
 from argent.engine.trainer import train
 from argent.evaluation.benchmarks import parse_benchmark
 from argent.evaluation.runner import evaluate
-from argent.io import atomic_write_json
+from argent.io import ArgentError, atomic_write_json
 from argent.models.trained import load_run
 from argent.plan.flops import step_flops
 
@@ -312,10 +313,13 @@ def main(argv: list[str] | None = None) -> int:
                   "(pass --device cpu to run the same check on the CPU)")
             return 0
         args.device = "cuda"
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        print(f"gpu_check: --device {args.device}: no CUDA device visible", file=sys.stderr)
+    try:
+        require_device(args.device)  # `--device tpu`: one line, not torch's traceback
+    except ArgentError as err:
+        print(f"gpu_check: --device {args.device}: {str(err).split(';')[0]}; pass --device cuda or cuda:<index> "
+              f"where CUDA is visible, or --device cpu", file=sys.stderr)
         return 2
+    device = torch.device(args.device)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
     peak, peak_source = device_peak(name if device.type == "cuda" else "", args.peak_tflops)

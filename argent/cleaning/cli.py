@@ -50,12 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     from argent.cleaning.run import CleanJob, run  # torch and polars: after the parse, so --help is instant
+    from argent.device import require_device
 
     try:
         section = load_clean_section(args.config, args.overrides)
         dataset = args.dataset or section.dataset_of(args.csv)
         if dataset is not None:
             section = section.for_dataset(dataset)  # a data set's own keep (e.g. the embedded split's)
+        require_device(section.device)  # clean.device there, before any work (by hand: a traceback; issue 54)
         job = CleanJob(csv=args.csv, out_dir=args.out_dir, images=args.images, expanded=args.expanded, config=section)
         summary = run(job)
     except (ConfigError, BadDataError, ScorerUnavailable) as err:

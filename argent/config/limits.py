@@ -6,6 +6,7 @@ changes a field or a default, so no run's identity moves."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from typing import Any
 
@@ -53,12 +54,17 @@ def check_schedule(warmup_steps: int, steps: int) -> None:
                           f"rate would never finish its warm-up: lower optim.warmup_steps (0: none)")
 
 
-def threads(text: str) -> int:
-    """argparse type of ``--threads``: 0 keeps torch's default, a negative count is an error."""
+def threads(text: str, cpus: int | None = None) -> int:
+    """argparse type of ``--threads``: 0 keeps torch's default; else 1 to the machine's logical CPUs
+    (``os.cpu_count()``, ``cpus`` in a test). More threads than CPUs never speeds a step up, and a count
+    far above them (``--threads 100000``) made OpenMP crash the trainer with SIGSEGV, and no message,
+    after starving the machine's other processes of threads."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is out of range; must be >= 1 (or 0: torch's default)")
+    limit = cpus if cpus is not None else (os.cpu_count() or 1)
+    if value < 0 or value > limit:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; must be 1..{limit} (this machine's logical "
+                                         f"CPUs, os.cpu_count()), or 0: torch's default")
     return value

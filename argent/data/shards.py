@@ -25,7 +25,9 @@ RawSample = dict[str, Any]
 def expand_shards(pattern: str | Path | Sequence[str | Path]) -> list[Path]:
     """Shard paths for a brace (``shard-{000000..000009}.tar``) and/or glob (``train/*.tar``) pattern.
 
-    A list of patterns is the union. Sorted, de-duplicated. No match is an error.
+    A list of patterns is the union. Sorted, de-duplicated. No match is an error, and so is a match that
+    is no regular file (a folder named ``shard-1.tar`` among the shards, a FIFO): it was skipped without a
+    word before, a smaller data set than the pattern names (``argent check`` refuses it the same way).
     """
     patterns = [pattern] if isinstance(pattern, (str, Path)) else list(pattern)
     if not patterns or not any(str(p).strip() for p in patterns):
@@ -34,6 +36,12 @@ def expand_shards(pattern: str | Path | Sequence[str | Path]) -> list[Path]:
     for pat in patterns:
         for expanded in braceexpand(str(pat)):
             matches = glob.glob(expanded) if glob.has_magic(expanded) else [expanded]
+            odd = [m for m in matches if os.path.lexists(m) and not Path(m).is_file()]
+            if odd:
+                kind = ("a folder" if Path(odd[0]).is_dir() else "a symbolic link to nothing"
+                        if not os.path.exists(odd[0]) else "not a regular file (a FIFO, socket or device)")
+                raise BadDataError(f"{pat}: {odd[0]} is {kind}, not a shard file; name the .tar files only "
+                                   f"(e.g. {odd[0].rstrip('/')}/shard-*.tar for a folder of shards)")
             found.update(Path(m) for m in matches if Path(m).is_file())
     if not found:
         raise BadDataError(f"{patterns}: no shard file matches; check the path (brace or glob pattern of .tar files)")

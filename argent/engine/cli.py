@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from argent.config import threads
 
@@ -27,6 +28,24 @@ def parser() -> argparse.ArgumentParser:
                    help="YAML of variant fields applied on top of the variant (e.g. a tuned best.yaml)")
     p.add_argument("--no-default", action="store_true", help="do not merge the file over config/config.yaml")
     return p
+
+
+def refuse_what_cannot_fit(cfg: Any) -> None:
+    """The refusal ``argent check`` makes of a CPU run whose memory need exceeds the machine's (the lower
+    bound of argent/plan/memory.py), made by the verb too, before the model is built: by hand it ended in
+    an out-of-memory traceback (or the kernel's OOM killer)."""
+    import os
+
+    from argent.io import ArgentError
+    from argent.plan.memory import shortfall, training_memory  # deliberate, upward (pyproject: import-linter)
+
+    if cfg.train.device != "cpu":
+        return  # a GPU's memory is the device's, split over its DDP ranks: left to the job, as argent check does
+    physical = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    problem = shortfall(training_memory(cfg.model, cfg.variant, cfg.train.batch_size, cfg.size), physical,
+                        f"{cfg.variant_name}-{cfg.size}")
+    if problem:
+        raise ArgentError(problem)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,9 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     # MLflow tags from the catalogue (family, Table 3 group); tracking is outside the config hash.
     variants_file = workflow.setting("variants_file")
     cfg.tracking.tags = {**catalogue_tags(variants_file, args.variant), **cfg.tracking.tags}
+    refuse_what_cannot_fit(cfg)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     summary = train(cfg, args.out, resume=args.resume)
-    if summary:
-        print(json.dumps(summary, indent=2))
+    if summary:  # the file fingerprints (summary.json: inputs) counted, not listed: a shard list may be long
+        shown = {k: v for k, v in summary.items() if k != "inputs"}
+        if isinstance(summary.get("inputs"), dict):
+            shown["inputs"] = {kind: f"{len(files)} file(s) fingerprinted" for kind, files in summary["inputs"].items()}
+        print(json.dumps(shown, indent=2))
     return 0

@@ -53,6 +53,7 @@ class RunState:
     tracker: Tracker | None = None
     synced: int = 0  # the metrics records the tracker has
     data_skips: dict[str, Any] = dataclasses.field(default_factory=dict)  # bad samples by reason, so far
+    inputs: dict[str, Any] | None = None  # the fingerprints of the files it reads (argent/runs/fingerprint.py)
     progress: Progress | None = None
     metrics_file: IO[str] | None = None
     t_last: float = 0.0  # the metrics window: its start, the samples it trained, its seconds waiting for data
@@ -73,7 +74,7 @@ class RunState:
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "step": at_step, "skipped": self.skipped, "rng": rng_state(),
             "config_hash": self.config_hash, "identity_version": IDENTITY_VERSION, "provenance": self.segments,
-            "data_counts": self.data_skips,
+            "data_counts": self.data_skips, **({"inputs": self.inputs} if self.inputs else {}),
         }
 
     def load(self, state: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, DataConfig, ExperimentConfig
+from argent.data.inputs import RunInputs, check_declared_hash, run_input_files
 from argent.data.loaders import train_loader
 from argent.engine import distributed as dist_utils
 from argent.engine.preemption import quiet_worker
@@ -30,6 +31,21 @@ def train_stream(cfg: ExperimentConfig, per_rank: int, ctx: dist_utils.DistConte
         negatives_mode=None if cfg.variant.hard_negatives == "none" else cfg.variant.hard_negatives,
         worker_init_fn=quiet_worker,
     ))
+
+
+def run_inputs(cfg: ExperimentConfig) -> RunInputs:
+    """The files the run reads (its shards; its mode's hard-negatives table), listed when first asked for,
+    their data set's declared ``dataset_hash`` checked against the one its manifest records
+    (argent/data/inputs.py)."""
+
+    def files() -> dict[str, list[Path]]:
+        if not cfg.data.train_shards:
+            raise ConfigError("data.train_shards: no training shards configured (a glob of .tar files)")
+        found = run_input_files(cfg.data.train_shards, negatives_config(cfg).negatives, cfg.variant.hard_negatives)
+        check_declared_hash(found.get("train_shards", []), cfg.data.dataset_hash)
+        return found
+
+    return RunInputs(files)
 
 
 def negatives_config(cfg: ExperimentConfig) -> DataConfig:

@@ -50,8 +50,10 @@ from argent.engine.step import (  # noqa: F401  (encode_batch: re-exported, the 
 )
 from argent.engine.summary import PERF_PREFIX, add_counts, plot_curves, run_summary
 from argent.engine.train_data import (  # noqa: F401  (negatives_config: re-exported, the trainer's name for it)
+    RunInputs,
     negatives_config,
     report_negatives_coverage,
+    run_inputs,
 )
 from argent.engine.train_data import train_stream as _loader
 from argent.io import ArgentError, atomic_write_text, flatten, read_json
@@ -131,7 +133,8 @@ def _train(cfg: ExperimentConfig, out_dir: str | Path, resume: str, batches: Bat
            batch_hook: BatchHook | None, on_checkpoint: OnCheckpoint | None, stop: StopRequest) -> dict[str, Any]:
     """``train`` inside its writer's lock: set up, resume, the step loop, finish."""
     r = _set_up(cfg, RunFolder(Path(out_dir)))
-    finished = _resume(r, resume)
+    inputs = run_inputs(cfg) if batches is None and r.is_main else None  # the files it reads (rank 0 stamps them)
+    finished = _resume(r, resume, inputs)
     if finished is not None:
         return finished
     _start_loop(r, batches)
@@ -172,11 +175,12 @@ def _set_up(cfg: ExperimentConfig, run: RunFolder) -> RunState:
     return r
 
 
-def _resume(r: RunState, resume: str) -> dict[str, Any] | None:
+def _resume(r: RunState, resume: str, inputs: RunInputs | None = None) -> dict[str, Any] | None:
     """Continue from the checkpoint ``resume`` allows, or start fresh (staged in a folder that holds a
-    run); rank 0 writes the resolved config. A run already finished with this config: its summary
-    (rank 0; {} on the others), with nothing written. None: train."""
-    state, r.files = resume_state(r.run, resume, r.config_hash, r.device, r.is_main)
+    run); rank 0 writes the resolved config. A run already finished with this config on the same data
+    (the fingerprints of ``inputs``, argent/runs/fingerprint.py): its summary (rank 0; {} on the others),
+    with nothing written. None: train."""
+    state, r.files = resume_state(r.run, resume, r.config_hash, r.device, r.is_main, inputs)
     if state is not None:
         r.load(state)
         if r.step >= r.cfg.train.steps and r.files.summary.is_file():
@@ -197,6 +201,8 @@ def _resume(r: RunState, resume: str) -> dict[str, Any] | None:
             # An unfinished staged re-run of another config, discarded (clean_stale promoted a finished one).
             shutil.rmtree(r.files.root, ignore_errors=True)
             r.files.root.mkdir(parents=True)
+    if inputs is not None:  # what the checkpoints and the summary record: a resume re-reads no unchanged file
+        r.inputs = inputs.record(state.get("inputs") if state else None)
     if r.is_main:
         atomic_write_text(r.files.config, yaml.safe_dump(r.cfg_dict, sort_keys=False))
     return None
@@ -361,7 +367,8 @@ def _finish(r: RunState) -> dict[str, Any]:
     report_negatives_coverage(cfg, r.data_skips, trained * cfg.train.batch_size)
     r.metrics_file.close()
     r.metrics_file = None
-    summary = {**run_summary(cfg, r.files, step, r.skipped, r.config_hash), **r.data_skips}
+    summary = {**run_summary(cfg, r.files, step, r.skipped, r.config_hash), **r.data_skips,
+               **({"inputs": r.inputs} if r.inputs else {})}  # the bytes it read: outside its identity
     r.tracker.log_metrics([{"step": step, **flatten(r.data_skips, sep="/")}])
     plot_curves(r.files)
     write_provenance(r.files, run_record(r.segments))

@@ -26,14 +26,16 @@ from argent.models.pretrained.section import PretrainedEntry, available_entries
 from argent.plan.cost import cost_line
 from argent.plan.group_entries import runs_section
 from argent.plan.groups import (
-    TUNED_VARIANT,
     Plan,
     RunKey,
     build_plan,
     left_out_lines,
     run_identity,
+    tune_studies,
+    tuned_base,
     uses_negatives,
 )
+from argent.plan.inputs import content_mismatches, refuse_unusable
 from argent.plan.targets import (
     BenchmarkChoice,
     IdentityMismatch,
@@ -43,6 +45,9 @@ from argent.plan.targets import (
     mining_jobs,
     probe_runs,
     refuse_carried_stamps,
+    study_base,
+    study_lines,
+    tuned_variant_file,
 )
 from argent.runs import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
 from argent.runs.identity import stable_hash
@@ -187,6 +192,12 @@ class Dag:
         """The generated data's manifest when ``path`` (a file, folder or shard pattern) is the embedded benchmark's."""
         return [self.hiershapes_manifest] if self.made_by_synth(path) else []
 
+    def tuned_inputs(self, group: str, variant: str) -> list[str]:
+        """A tuned variant's study ``best.yaml`` (the train rule's ``best`` input, passed as ``--variant-file``);
+        [] for every other variant."""
+        best = tuned_variant_file(self.plan.configs[group], Path(self.setting("results")), variant)
+        return [] if best is None else [str(best)]
+
     def training_inputs(self, group: str, variant: str) -> list[str]:
         """Files a training job needs built first (generated data, mined negatives)."""
         gcfg = self.plan.configs[group]
@@ -243,11 +254,16 @@ class Dag:
         return bool(self.setting(section, "enabled"))
 
     def tuning_group(self) -> str | None:
-        """The group that trains the tuned variant (its budget is the study's), or None."""
-        return next((g.name for g in self.plan.active() if TUNED_VARIANT in g.variants), None)
+        """The first group that trains a tuned variant (its budget is every study's), or None."""
+        return next((g.name for g in self.plan.active() if any(tuned_base(self.config, v) for v in g.variants)),
+                    None)
+
+    def studies(self) -> dict[str, str]:
+        """{study: its base variant}: one study per base of ``tune.base_variants`` (``tune.study`` the first's)."""
+        return tune_studies(self.config)
 
     def tune_config(self) -> str:
-        """The config file a study worker reads: the tuning group's, else the base one."""
+        """The config file a study worker reads (every study's): the tuning group's, else the base one."""
         group = self.tuning_group()
         return self.group_config(group) if group else self.effective_config
 
@@ -256,21 +272,27 @@ class Dag:
         names = [term.get("benchmark", "") for term in self.setting("tune", "objective") or []]
         return {name: self.config["benchmarks"].get(name) or {} for name in names}
 
-    def tune_inputs(self) -> list[str]:
-        """What a worker reads that this DAG makes: training data, and the validation benchmarks'
-        generated data and cleaned split (PEP pairs and negative pool, as the test split gets them)."""
+    def tune_inputs(self, study: str | None = None) -> list[str]:
+        """What a worker of ``study`` (default: every study) reads that this DAG makes: training data (its
+        base's negatives), and the validation benchmarks' generated data and cleaned split (PEP pairs and
+        negative pool, as the test split gets them)."""
         group = self.tuning_group()
         gcfg = self.plan.configs[group] if group else self.config
         inputs = set(self.synth_inputs(setting(gcfg, "data", "train_shards")))
-        if uses_negatives(gcfg, self.setting("tune", "base_variant"), self.root):
+        bases = [study_base(self.config, study)] if study is not None else list(self.studies().values())
+        if any(uses_negatives(gcfg, base, self.root) for base in bases):
             inputs.add(setting(gcfg, "data", "negatives"))
         inputs.update(self.benchmark_data_inputs(list(self.tune_objective_entries())))
         return sorted(inputs)
 
-    def tune_hash(self) -> str:
+    def tune_hash(self, study: str) -> str:
+        """A study's workers' ``hash`` param: the ``tune:`` section as that study reads it (its name and
+        base; ``base_variants`` left out, so the first study's is the one-base section's), the objective's
+        entries, the tuning group's overrides."""
+        section = {k: v for k, v in (self.config.get("tune") or {}).items() if k != "base_variants"}
+        section.update(study=study, base_variant=study_base(self.config, study))
         group = self.tuning_group()
-        return stable_hash([self.config.get("tune", {}), self.tune_objective_entries(),
-                            self.plan.groups[group].overrides if group else {}])
+        return stable_hash([section, self.tune_objective_entries(), self.plan.groups[group].overrides if group else {}])
 
     def cleaned_datasets(self) -> list[str]:
         """The ``clean.datasets`` entries whose cleaned files a benchmark that runs, or the study, reads:
@@ -286,7 +308,7 @@ class Dag:
         if extras:
             extras.append(self.r("figures", "probe_exposure.png"))
         if self.enabled("tune"):
-            extras.append(str(self.results.study_trials(self.setting("tune", "study"))))
+            extras += [str(self.results.study_trials(study)) for study in self.studies()]
         extras += [str(self.results.clean(d).table1_md) for d in self.cleaned_datasets()]
         return extras
 
@@ -311,19 +333,22 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     workflow = WorkflowConfig(config, "config", root)
     workflow.check_all()  # every section, typed key by key (argent.config.SECTIONS; the schema only patterns)
     claims = check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
-    if setting(config, "tune", "enabled"):  # the study's benchmarks and metrics, before any trial trains
-        validation_benchmarks(workflow.tune, config, root)
+    if setting(config, "tune", "enabled"):  # each study's benchmarks and metrics, before any trial trains
+        for study in workflow.tune.studies().values():
+            validation_benchmarks(study, config, root)
     try:
         plan = build_plan(config, root)
     except ConfigError as err:
         raise ConfigError(f"experiment groups: {err}") from None
-    notes = [*left_out_lines(plan), cost_line(config, plan, root)]
+    refuse_unusable(config, plan, root)  # results: a file; data built as another dataset_hash (plan/inputs.py)
+    notes = [*left_out_lines(plan), cost_line(config, plan, root), *study_lines(config, plan)]
     entries, skipped = available_entries(workflow.pretrained, list(plan.groups))
     notes += skipped
     benchmarks = choose_benchmarks(config, root)
     notes += benchmarks.skipped.values()
     stale = identity_mismatches(plan, root, Path(setting(config, "results")))  # reads the summaries, writes nothing
     refuse_carried_stamps(stale, Path(setting(config, "results")))
+    stale.update(content_mismatches(plan, root, Path(setting(config, "results")), set(stale)))  # bytes read, changed
     notes += [m.line() for m in stale.values()]
     probe = probe_runs(config, plan)
     tables = choose_tables(config, plan, claims, bool(probe)) if claims else TableChoice(TABLES)

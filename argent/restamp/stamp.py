@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, ExperimentConfig, setting, strict_yaml
+from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, ExperimentConfig, strict_yaml
 from argent.io import ArgentError, atomic_write_json, atomic_write_text, read_json
-from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment
+from argent.plan.groups import Plan, RunKey, run_experiment, tuned_study
 from argent.runs import Results, RunFolder, eval_dir_of, first_difference, probe_result, run_parts, v1_hash
 
 
@@ -28,13 +28,14 @@ class Outcome:
     message: str
 
 
-def _tuned_overrides(cfg: dict[str, Any], results: Path) -> dict[str, Any] | None:
-    """The study's best.yaml variant fields (what the train rule passes with --variant-file)."""
-    study = setting(cfg, "tune", "study")
-    path = Results(results).study_best(study)
+def _tuned_overrides(cfg: dict[str, Any], results: Path, variant: str) -> dict[str, Any] | None:
+    """The best.yaml variant fields of the study that tunes ``variant`` (what the train rule passes with
+    --variant-file)."""
+    study = tuned_study(cfg, variant)
+    path = Results(results).study_best(study or "")
     if not study or not path.is_file():
         raise ArgentError(f"{path}: the tuned variant's best.yaml is missing, so the config the workflow "
-                          f"trains for {TUNED_VARIANT} is unknown; run the study first or retrain the run")
+                          f"trains for {variant} is unknown; run the study first or retrain the run")
     try:
         data = strict_yaml(path.read_text(errors="replace"), path)  # a repeated key names file and line
     except yaml.YAMLError as err:
@@ -72,7 +73,7 @@ def expected_config(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir
     if plan.home.get(key) != key:
         raise ArgentError(f"{folder.root}: the config does not train {key} into this folder "
                           f"(not listed, or borrowed from another group); pass the config the run was trained with")
-    extra = _tuned_overrides(cfg, folder.results_root()) if variant == TUNED_VARIANT else None
+    extra = _tuned_overrides(cfg, folder.results_root(), variant) if tuned_study(cfg, variant) else None
     try:
         return run_experiment(plan.configs[group], key, base_dir, extra)
     except ConfigError as err:
@@ -92,6 +93,8 @@ def restamp_run(run_dir: Path, cfg: dict[str, Any], plan: Plan, base_dir: Path, 
             return _restamp(folder, cfg, plan, base_dir, dry_run)
     except ArgentError as err:
         return Outcome(folder.root, "refused", str(err))
+    except OSError as err:  # a file of the folder the system will not read (permissions, a damaged disk)
+        return Outcome(folder.root, "refused", f"{folder.root}: cannot be read ({err}); not re-stamped")
 
 
 def _read_summary(folder: RunFolder) -> dict[str, Any] | None:

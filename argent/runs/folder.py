@@ -159,9 +159,14 @@ def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dic
                               f"retrain, or resume with --resume auto to move it aside and start fresh")
     try:
         state = torch.load(path, map_location=device, weights_only=True)
-    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, KeyError) as err:
-        raise CheckpointError(f"{path}: checkpoint is unreadable ({type(err).__name__}: {str(err)[:200]}); "
-                              f"retrain, or resume with --resume auto to move it aside and start fresh") from None
+    except (PermissionError, IsADirectoryError):
+        raise  # not a damaged file: argent's boundary names the file and the fix (the file stays where it is)
+    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, KeyError, OSError) as err:
+        # A file cut short (a copy or a write stopped part-way: 5-65 KB of a checkpoint) fails inside torch's
+        # zip reader, as an OSError "[Errno 22] Invalid argument" as often as a RuntimeError.
+        raise CheckpointError(f"{path}: checkpoint is unreadable, damaged or cut short ({path.stat().st_size:,} "
+                              f"bytes; {type(err).__name__}: {str(err)[:200]}); retrain, or resume with --resume "
+                              f"auto to move it aside and start fresh") from None
     if not isinstance(state, dict) or "model" not in state:
         raise CheckpointError(f"{path}: not an argent checkpoint (no 'model' entry)")
     return state

@@ -14,13 +14,14 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
 
 from argent.config.experiment import CARRIED_VERSIONS, IDENTITY_VERSION
 from argent.io import ArgentError, read_json
+from argent.runs.fingerprint import Change, record_difference
 from argent.runs.folder import CheckpointError, ResumeMismatch, check_hash, read_checkpoint, stamped_version
 from argent.runs.layout import CHECKPOINT, RunFolder
 
@@ -49,12 +50,43 @@ def holds_a_run(run: RunFolder) -> bool:
     return any(p.exists() for p in (run.config, run.checkpoint, run.summary))
 
 
+class Inputs(Protocol):
+    """The files a run reads (argent.data.inputs.RunInputs): their fingerprints now, and a file's path."""
+
+    def record(self, known: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    def path_of(self, kind: str, name: str) -> str: ...
+
+
+def inputs_changed(state: dict[str, Any], inputs: Inputs | None) -> Change | None:
+    """How the files the checkpoint's run read (its ``inputs`` record) differ from those there now (a
+    negatives table edited in place, a shard replaced under its name); None when the same, when the
+    checkpoint records none (stamped before fingerprints) or when no files are read (``inputs`` None)."""
+    recorded = state.get("inputs")
+    if inputs is None or not isinstance(recorded, dict):
+        return None
+    return record_difference(recorded, inputs.record(recorded), inputs.path_of)
+
+
+def set_aside(checkpoint: Path, err: BaseException, folder: Path | None = None, label: str = "corrupt") -> Path:
+    """Move a damaged checkpoint aside under a name that says so (``checkpoint.pt.corrupt-<time>`` in the
+    run's folder; never deleted); returns where it went (the caller says so, and what follows)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside, n = (folder or checkpoint.parent) / f"{CHECKPOINT}.{label}-{stamp}", 1
+    while aside.exists():  # two in one second (a staged one and the folder's): keep both
+        aside, n = aside.with_name(f"{CHECKPOINT}.{label}-{stamp}-{n}"), n + 1
+    os.replace(checkpoint, aside)
+    return aside
+
+
 def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.device,
-                 is_main: bool = True) -> tuple[dict[str, Any] | None, RunFolder]:
+                 is_main: bool = True, inputs: Inputs | None = None) -> tuple[dict[str, Any] | None, RunFolder]:
     """(the checkpoint to continue from or None to start fresh, the folder it came from: the run's
     own or its ``.staging/``, where a re-run of a folder that holds a run trains until it finishes).
     Readability and the config hash are checked before anything else; ``auto`` moves an unreadable
-    checkpoint aside (kept) and says so.
+    checkpoint aside (kept) and says so. ``inputs``: the files the run reads; a checkpoint whose run read
+    other bytes (``inputs_changed``) is not continued: ``auto`` trains from scratch (staged beside a
+    finished run), ``strict`` refuses naming the file.
 
     Under torch.distributed (a collective then: every rank calls it) rank 0 alone decides, moving a
     corrupt checkpoint aside if it must, and broadcasts the decision before any other rank reads the
@@ -63,12 +95,12 @@ def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.de
     if resume == "no":
         return None, run
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-        return _decide_resume(run, resume, config_hash, device)
+        return _decide_resume(run, resume, config_hash, device, inputs)
     decision: list[Any] = [None]
     state, folder = None, run
     if is_main:
         try:
-            state, folder = _decide_resume(run, resume, config_hash, device)
+            state, folder = _decide_resume(run, resume, config_hash, device, inputs)
             decision[0] = ("fresh", "") if state is None else ("resume", "staged" if folder != run else "")
         except BaseException as err:
             decision[0] = ("error", str(err))
@@ -86,10 +118,10 @@ def resume_state(run: RunFolder, resume: str, config_hash: str, device: torch.de
     return state, folder
 
 
-def _decide_resume(run: RunFolder, resume: str, config_hash: str,
-                   device: torch.device) -> tuple[dict[str, Any] | None, RunFolder]:
+def _decide_resume(run: RunFolder, resume: str, config_hash: str, device: torch.device,
+                   inputs: Inputs | None = None) -> tuple[dict[str, Any] | None, RunFolder]:
     """``resume_state`` for one process (or rank 0)."""
-    staged = _staged_state(run, config_hash, device)
+    staged = _staged_state(run, config_hash, device, inputs)
     if staged is not None:
         return staged, run.staging
     if not run.checkpoint.exists():
@@ -102,9 +134,9 @@ def _decide_resume(run: RunFolder, resume: str, config_hash: str,
     except CheckpointError as err:
         if resume == "strict":
             raise
-        aside = run.checkpoint.with_name(f"{CHECKPOINT}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
-        os.replace(run.checkpoint, aside)
-        log.warning("%s. Moved it to %s (kept) and training from scratch.", err, aside)
+        aside = set_aside(run.checkpoint, err)
+        log.warning("%s; moved it to %s (kept, not deleted). No earlier good checkpoint of this run is kept: "
+                    "training from scratch", str(err).split("; retrain")[0], aside)
         return None, run
     if state.get("config_hash") != config_hash:
         if resume == "auto":
@@ -118,20 +150,42 @@ def _decide_resume(run: RunFolder, resume: str, config_hash: str,
             f"{config_hash}; a setting that changes the result differs. Diff {run.config} against your "
             f"config, or train into a new folder.{legacy}"
         )
+    changed = inputs_changed(state, inputs)
+    if changed is not None:
+        if resume == "strict":
+            raise ResumeMismatch(
+                f"{run.checkpoint}: its run read other data than there is now: {changed.line()}. The identity hash "
+                f"names the data, not its bytes; continuing would mix two data sets in one run. Restore the data, or "
+                f"retrain on the data as it is now (--resume auto, or the workflow, trains it afresh beside the "
+                f"finished files, which stay until the new run finishes)")
+        log.warning("%s: its run read other data than there is now: %s; training from scratch on the data as it "
+                    "is now (the folder's run stays until the new one finishes)", run.checkpoint, changed.line())
+        return None, run
+    log.info("%s: resuming from its checkpoint (step %s)", run.checkpoint, state.get("step"))
     return state, run
 
 
-def _staged_state(run: RunFolder, config_hash: str, device: torch.device) -> dict[str, Any] | None:
+def _staged_state(run: RunFolder, config_hash: str, device: torch.device,
+                  inputs: Inputs | None = None) -> dict[str, Any] | None:
     """The checkpoint of a re-run staged beside the folder's run, when it trains the config asked
-    for now; a staged run of another config, or an unreadable one, is discarded (the folder's own
-    run, the one to keep, is not touched)."""
+    for now on the same data; a staged run of another config or other data is discarded, an unreadable
+    checkpoint set aside first (the folder's own run, the one to keep, is not touched)."""
     staged = run.staging
     if not staged.checkpoint.exists():
         return None
     try:
         state = read_checkpoint(staged.checkpoint, device)
     except CheckpointError as err:
-        log.warning("%s; discarding the staged re-run in %s", err, staged.root)
+        aside = set_aside(staged.checkpoint, err, run.root, "staged-corrupt")  # out of .staging/, which goes
+        log.warning("%s; moved it to %s (kept, not deleted) and discarded the rest of the staged re-run in %s; "
+                    "the folder's own checkpoint decides what follows (resumed if it is this config's, else "
+                    "training from scratch)", str(err).split("; retrain")[0], aside, staged.root)
+        shutil.rmtree(staged.root)
+        return None
+    changed = inputs_changed(state, inputs) if state.get("config_hash") == config_hash else None
+    if changed is not None and not finished(staged):
+        log.info("%s: a staged re-run that read other data than there is now (%s); discarding it", staged.root,
+                 changed.line())
         shutil.rmtree(staged.root)
         return None
     if state.get("config_hash") != config_hash:

@@ -24,13 +24,16 @@ import polars as pl
 from argent.io import ReadError, flatten
 from argent.plan.groups import Plan
 from argent.plan.targets import check_stamp
-from argent.runs import SUMMARY, Results, RunFolder, eval_dir, read_metrics, run_dir, run_parts
+from argent.runs import SUMMARY, Results, RunFolder, eval_dir, run_dir, run_parts
 from argent.tables.readers import read_evaluation, read_summary
+from argent.tables.run_readers import read_diagnostics
 
 LONG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "benchmark": pl.Utf8, "metric": pl.Utf8,
                "value": pl.Float64, "partial": pl.Boolean}  # partial: the evaluation JSON says so (marked † in the tables)
 DIAG_SCHEMA = {"group": pl.Utf8, "variant": pl.Utf8, "size": pl.Utf8, "seed": pl.Int64, "step": pl.Int64, "key": pl.Utf8,
-               "value": pl.Float64}
+               "value": pl.Float64,
+               "note": pl.Utf8}  # a trained run's word on its diagnostics (none to read; a value out of range)
+INVALID_KEY = "invalid:"  # the key of a diagnostic left out for its value (``note`` says why)
 
 
 def _is_number(value: Any) -> bool:
@@ -117,30 +120,38 @@ def skips_footnote(rows: list[dict[str, Any]]) -> str:
 def last_diagnostics(metrics_jsonl: Path, prefix: str = "diag/", also: tuple[str, ...] = ("curv",)
                      ) -> tuple[int, dict[str, float]] | None:
     """(step, {key without prefix: value}) of the last record that carries ``prefix`` keys, plus
-    the keys in ``also`` (unprefixed, e.g. the curvature) from that same record."""
-    last = None
-    for record in read_metrics(metrics_jsonl):
-        diag = {k.removeprefix(prefix): float(v) for k, v in record.items() if k.startswith(prefix) and _is_number(v)}
-        if diag:
-            diag.update({k: float(record[k]) for k in also if _is_number(record.get(k))})
-            last = (int(record.get("step", -1)), diag)
-    return last
+    the keys in ``also`` (unprefixed, e.g. the curvature) from that same record; the values checked
+    (argent.tables.run_readers.read_diagnostics: one out of its range is left out)."""
+    found = read_diagnostics(metrics_jsonl, prefix, also)
+    return (found.step, found.values) if found.values else None
 
 
 def collect_diagnostics(runs_dir: Path) -> pl.DataFrame:
-    """The end-of-training diagnostics of every run folder, one row per (run, key)."""
+    """The end-of-training diagnostics of every run folder, one row per (run, key). A trained run (its
+    summary.json written) whose metrics.jsonl gives none (empty, not a file, text) gets one row with a
+    ``note`` and no key, so the mechanism table says so instead of "not run"; a value outside its range
+    is a row keyed ``invalid:<key>`` with no value and its ``note`` (argent.tables.run_readers)."""
     rows = []
-    for path in sorted(runs_dir.glob("*/*/seed*/metrics.jsonl")):
-        found = last_diagnostics(path)
-        if found is None:
+    folders = {p.parent for p in runs_dir.glob("*/*/seed*/metrics.jsonl")}
+    folders |= {p.parent for p in runs_dir.glob(f"*/*/seed*/{SUMMARY}")}
+    for folder in sorted(folders):
+        try:
+            group, variant, size, seed = run_parts(folder)
+        except ValueError:
             continue
-        group, variant, size, seed = run_parts(path.parent)
-        step, diag = found
-        cone_k = _run_cone_k(RunFolder(path.parent))
+        found = read_diagnostics(RunFolder(folder).metrics)
+        run = {"group": group, "variant": variant, "size": size, "seed": seed, "step": found.step}
+        if not found.values:
+            if (folder / SUMMARY).exists():  # trained: say why there is nothing to show
+                rows.append({**run, "key": "", "value": None, "note": f"{folder}: {found.note}"})
+            continue
+        diag = dict(found.values)
+        cone_k = _run_cone_k(RunFolder(folder))
         if cone_k is not None:
             diag["cone_k"] = cone_k
-        rows += [{"group": group, "variant": variant, "size": size, "seed": seed, "step": step, "key": k, "value": v}
-                 for k, v in diag.items()]
+        rows += [{**run, "key": k, "value": v, "note": None} for k, v in diag.items()]
+        # keyed apart (INVALID_KEY + key), so that a reader of the values by key never meets the null
+        rows += [{**run, "key": INVALID_KEY + key, "value": None, "note": problem} for key, problem in found.problems]
     return pl.DataFrame(rows, schema=DIAG_SCHEMA)
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from argent.io import read_json_object
 from argent.runs import run_parts
-from argent.tables.readers import item_vectors
+from argent.tables.readers import item_vectors, read_evaluation
 
 __all__ = ["ItemKey", "collect_items"]
 
@@ -28,7 +27,7 @@ def collect_items(eval_dir: Path) -> dict[ItemKey, dict[str, float]]:
     out: dict[ItemKey, dict[str, float]] = {}
     for path in sorted(Path(eval_dir).glob("*/*/seed*/*.json")):
         group, variant, size, seed = run_parts(path.parent)
-        data = read_json_object(path, "an evaluation result (a JSON object)")  # torn or malformed: named
+        data = read_evaluation(path)  # torn, malformed, a FIFO, nested too deep: named (argent.tables.readers)
         for metric, vector in item_vectors(data, path).items():  # finite values whose mean is the metric
             out[(group, variant, size, seed, path.stem, metric)] = vector
     return out

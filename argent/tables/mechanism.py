@@ -20,7 +20,9 @@ from typing import Any
 import polars as pl
 
 from argent.losses.entailment import PAIR_ITEMS
+from argent.tables.collect import INVALID_KEY
 from argent.tables.paper import PARTIAL_MARK
+from argent.tables.run_readers import INVALID
 from argent.tables.stats import Summary, fmt_summary, mean_ci
 
 PAIR_SYMBOL = {pair: f"{parent} ⊒ {child}" for pair, (parent, child) in PAIR_ITEMS.items()}
@@ -44,8 +46,12 @@ def mechanism_rows(diag: pl.DataFrame, variants: list[str], sizes: list[str],
     """One record per (variant, size, pair type); variants without runs get a 'not run' record."""
     by_run: dict[tuple[str, str], dict[str, dict[int, float]]] = {}
     steps: dict[tuple[str, str], set[int]] = {}
+    notes: dict[tuple[str, str], dict[str, list[str]]] = {}  # run -> key ("" for the run) -> what was wrong
     for r in diag.iter_rows(named=True):
         run = (r["variant"], r["size"])
+        if r.get("note"):  # a trained run with nothing to read, or a value out of its range (collect.py)
+            notes.setdefault(run, {}).setdefault(r["key"].removeprefix(INVALID_KEY), []).append(r["note"])
+            continue
         by_run.setdefault(run, {}).setdefault(r["key"], {})[r["seed"]] = r["value"]
         steps.setdefault(run, set()).add(r["step"])
     rows = []
@@ -54,8 +60,12 @@ def mechanism_rows(diag: pl.DataFrame, variants: list[str], sizes: list[str],
             keys = by_run.get((variant, size))
             n_conf = len(seeds.get(variant, []))
             base = {"variant": variant, "size": size, "n_configured": n_conf}
+            said = notes.get((variant, size), {})
             if keys is None:
-                rows.append({**base, "pair": "", "parent": "", "status": "not run", "n": 0, "partial": False})
+                status, note = ("no diagnostics", "; ".join(said.get("", []) or said_all(said))) if said \
+                    else ("not run", "")
+                rows.append({**base, "pair": "", "parent": "", "status": status, "n": 0, "partial": False,
+                             **({"note": note} if note else {})})
                 continue
             step = ",".join(str(s) for s in sorted(steps[(variant, size)]))
             curv = mean_ci(keys.get("curv", {}).values())
@@ -70,13 +80,20 @@ def mechanism_rows(diag: pl.DataFrame, variants: list[str], sizes: list[str],
                 phi = mean_ci(keys[f"phi/{pair}"].values())
                 omega = mean_ci(median_aperture(keys, parent).values())
                 n = max(share.n, phi.n)
+                bad = [k for k in said if k in (f"collapse/{parent}", f"phi/{pair}", "curv", f"norm/{parent}/q50")]
                 rows.append({**base, "pair": pair, "parent": parent, "status": "ok", "n": n,
                              "partial": n < n_conf, "step": step,
+                             "invalid": "; ".join(note for k in bad for note in said[k]),
+                             "invalid_keys": ",".join(bad),
                              "collapse_mean": share.mean, "collapse_ci95": share.half_width, "collapse_n": share.n,
                              "phi_mean": phi.mean, "phi_ci95": phi.half_width, "phi_n": phi.n,
                              "omega_mean": omega.mean, "omega_ci95": omega.half_width, "omega_n": omega.n,
                              "curv_mean": curv.mean, "curv_ci95": curv.half_width, "curv_n": curv.n})
     return rows
+
+
+def said_all(said: dict[str, list[str]]) -> list[str]:
+    return [n for found in said.values() for n in found]
 
 
 def mechanism_markdown(rows: list[dict[str, Any]]) -> str:
@@ -98,13 +115,24 @@ def mechanism_markdown(rows: list[dict[str, Any]]) -> str:
             lines.append(f"| {r['variant']} | {r['size']} | {note} | | | | | {r.get('step', '')} |")
             continue
         mark = f" {PARTIAL_MARK}" if r["partial"] else ""
-        share = fmt_summary(_summary(r, "collapse"), 100.0, 1).replace(" (n=", " % (n=", 1) + mark
-        phi = fmt_summary(_summary(r, "phi"), 1.0, 3) + mark
-        omega = fmt_summary(_summary(r, "omega"), 1.0, 3)
-        curv = fmt_summary(_summary(r, "curv"), 1.0, 3)
+        bad = set(filter(None, r.get("invalid_keys", "").split(",")))
+        share = _flag(fmt_summary(_summary(r, "collapse"), 100.0, 1).replace(" (n=", " % (n=", 1) + mark, bad,
+                      f"collapse/{r['parent']}")
+        phi = _flag(fmt_summary(_summary(r, "phi"), 1.0, 3) + mark, bad, f"phi/{r['pair']}")
+        omega = _flag(fmt_summary(_summary(r, "omega"), 1.0, 3), bad, "curv", f"norm/{r['parent']}/q50")
+        curv = _flag(fmt_summary(_summary(r, "curv"), 1.0, 3), bad, "curv")
         lines.append(f"| {r['variant']} | {r['size']} | {PAIR_SYMBOL.get(r['pair'], r['pair'])} | {share} | {phi} | "
                      f"{omega} | {curv} | {r['step']} |")
+    invalid = list(dict.fromkeys(r["invalid"] for r in rows if r.get("invalid")))
+    if invalid:
+        lines += ["", f"{INVALID}: a seed's value outside its range in the run's metrics.jsonl, left out of the cell "
+                      f"(n counts the others), never printed: " + "; ".join(invalid)]
     return "\n".join(lines) + "\n"
+
+
+def _flag(text: str, bad: set[str], *keys: str) -> str:
+    """A cell one of whose seeds' values was out of range (left out of it): marked ``INVALID``."""
+    return f"{text} {INVALID}" if any(k in bad for k in keys) else text
 
 
 def _summary(r: dict[str, Any], prefix: str) -> Summary:

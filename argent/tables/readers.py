@@ -4,10 +4,13 @@
 - ``read_summary``: a run's ``summary.json`` (its data counts and identity hash);
 - ``read_run_provenance``: a run's ``provenance.json`` (what it ran on, ``earlier`` segments);
 - ``recorded_hash``: the ``config_hash`` a summary or an evaluation carries;
-- ``item_vectors``: an evaluation's per-item values (``items``).
+- ``item_vectors``: an evaluation's per-item values (``items``);
+- the probe's results and a run's ``metrics.jsonl`` (the mechanism table's diagnostics):
+  ``argent/tables/run_readers.py``.
 
-(Job records have their one reader in ``argent/runs/job_records.py``; the step-time record in
-``argent/plan/cost.py``.) Every value a table prints or decides on is checked for its type and
+Every file is opened through ``argent.runs.documents.read_document``: a regular file only (a FIFO is
+refused before it is opened), UTF-8 JSON nested at most 64 levels. (Job records have their one reader in
+``argent/runs/job_records.py``; the step-time record in ``argent/plan/step_record.py``.) Every value a table prints or decides on is checked for its type and
 range: a metric is finite and in its kind's range (``argent.tables.metric_kinds``), a count a
 non-negative integer, a flag a boolean, a hash text. A value that is not is one ``InvalidValue``
 naming the file and the key path (``metrics/top1``), never a cell that reads "n/a" or a number.
@@ -26,8 +29,9 @@ from typing import Any
 
 from argent.evaluation.benchmarks import PROTOCOLS
 from argent.evaluation.items import ItemError, item_vector
-from argent.io import ReadError, flatten, read_json_object
+from argent.io import ReadError, flatten
 from argent.runs import RunFolder
+from argent.runs.documents import read_object
 from argent.tables.metric_kinds import COUNT, REAL, REQUIRED, Kind, metric_kind, undefined_by_protocol
 
 __all__ = ["InvalidValue", "item_vectors", "read_evaluation", "read_run_provenance", "read_summary", "recorded_hash"]
@@ -122,7 +126,7 @@ def _check_head(data: dict[str, Any], path: Path) -> None:
 
 def read_evaluation(path: Path) -> dict[str, Any]:
     """An evaluation JSON, every value the tables read checked (module doc); returns it as read."""
-    data = read_json_object(path, "an evaluation result (a JSON object)")
+    data = read_object(path, "an evaluation result (a JSON object)", EVAL_FIX)
     if "metrics" not in data:
         raise InvalidValue(f"{path}: no 'metrics' (not an evaluation result argent wrote); {EVAL_FIX}")
     metrics = data["metrics"]
@@ -184,7 +188,7 @@ def item_vectors(data: dict[str, Any], path: Path) -> dict[str, dict[str, float]
 def read_summary(path: Path) -> dict[str, Any]:
     """A run's ``summary.json``: its data counts (``skipped_samples``, ``dropped_samples``: objects of
     non-negative integer counts, absent or null: none) and its ``config_hash`` checked; returned as read."""
-    data = read_json_object(path, "a run summary (a JSON object)")
+    data = read_object(path, "a run summary (a JSON object)", SUMMARY_FIX)
     for key in ("skipped_samples", "dropped_samples"):
         counts_by_reason(data.get(key), f"{path}: {key}", SUMMARY_FIX)
     recorded_hash(data, path, SUMMARY_FIX)
@@ -207,9 +211,9 @@ def read_run_provenance(run_dir: Path) -> dict[str, Any] | None:
     """A run's ``provenance.json`` (None for a run trained before runs recorded it), checked: an object
     whose hardware fields are text and whose ``earlier`` is a list of such objects."""
     path = RunFolder(Path(run_dir)).provenance
-    if not path.is_file():
+    if not path.exists():
         return None
-    record = read_json_object(path, "a run's provenance record (a JSON object)")
+    record = read_object(path, "a run's provenance record (a JSON object)", PROVENANCE_FIX)
     _provenance_record(record, str(path))
     earlier = record.get("earlier")
     if earlier is not None:

@@ -39,13 +39,24 @@ class ClaimsCount:
         return f"{self.decided} of {self.rows} primary rows decided ({named or 'none tested'})"
 
 
+class DamagedTable(ValueError):
+    """A table the summary reads back is not the CSV the tables job writes (torn, not text, not a file)."""
+
+
 def count_claims(claims_csv: Path) -> ClaimsCount | None:
-    """The primary rows of the claims table and their verdicts; None when the table was not written."""
-    if not claims_csv.is_file():
+    """The primary rows of the claims table and their verdicts; None when the table was not written. A
+    table that cannot be read as the tables job's CSV is a ``DamagedTable`` naming it (the end-of-run
+    summary says so in one line: it never turns a run whose jobs succeeded into a failed one)."""
+    if not claims_csv.exists():
         return None
-    with claims_csv.open(newline="") as handle:
-        rows = [r for r in csv.DictReader(handle) if r.get("family") == PRIMARY]
-    return ClaimsCount(len(rows), dict(Counter(r.get("verdict") or "no verdict" for r in rows)))
+    if not claims_csv.is_file():
+        raise DamagedTable(f"{claims_csv}: not a file (a folder or a FIFO)")
+    try:
+        with claims_csv.open(newline="", encoding="utf-8") as handle:
+            rows = [r for r in csv.DictReader(handle) if r.get("family") == PRIMARY]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise DamagedTable(f"{claims_csv}: unreadable ({type(err).__name__}: {str(err)[:120]})") from None
+    return ClaimsCount(len(rows), dict(Counter(str(r.get("verdict") or "no verdict") for r in rows)))
 
 
 def written_tables(tables_dir: Path) -> list[Path]:
@@ -77,12 +88,12 @@ RUNS_PAGE = "http://127.0.0.1:5000/#/experiments/{id}/runs?workflowType=machine_
 def runs_page(results: Path) -> str | None:
     """The address of this run's training runs in ``mlflow ui`` (its default port), from the experiment
     id a run folder recorded (``mlflow_run.json``); None when no run recorded one."""
-    import json
+    from argent.runs.documents import read_document  # a FIFO or a deep nest is refused, not waited on
 
     for record in sorted(Results(results).root.glob("runs/*/*/seed*/mlflow_run.json")):
         try:
-            experiment = json.loads(record.read_text()).get("experiment_id")
-        except (OSError, ValueError, AttributeError):
+            experiment = read_document(record).get("experiment_id")
+        except (OSError, ValueError, AttributeError):  # ReadError is a ValueError
             continue
         if isinstance(experiment, str) and experiment.isdigit():
             return RUNS_PAGE.format(id=experiment)
@@ -120,9 +131,13 @@ def summary_lines(run: RunInfo) -> list[str]:
     tables = written_tables(folder)
     lines = [f"tables: {len(tables)} written" + ("" if tables else f" (none under {folder})")]
     lines += [f"  {path}" for path in tables]
-    claims = count_claims(folder / "claims.csv")
-    why = run.left_out.get("claims", "see the tables job's log")
-    lines.append(f"claims: {claims.line()}" if claims else f"claims: no claims table: {why}")
+    try:
+        claims = count_claims(folder / "claims.csv")
+        why = run.left_out.get("claims", "see the tables job's log")
+        lines.append(f"claims: {claims.line()}" if claims else f"claims: no claims table: {why}")
+    except DamagedTable as err:
+        lines.append(f"claims: the claims table is damaged, {err}; re-run the tables job (delete the file, then "
+                     f"snakemake again). The jobs' own statuses decide this run's exit status")
     lines.append(f"MLflow: {mlflow_command(run.results, run.tracking_uri)}")
     page = runs_page(run.results) if run.tracking_uri == "" else None
     if page:
@@ -139,7 +154,12 @@ def print_summary(run: RunInfo) -> None:
 
     console = Console(stderr=True)
     console.rule("[bold]argent: what this run wrote", align="left")
-    for line in summary_lines(run):
+    try:
+        lines = summary_lines(run)
+    except Exception as err:  # noqa: BLE001 - a report after the jobs: it must never fail a run that succeeded
+        lines = [f"summary: not written ({type(err).__name__}: {str(err)[:200]}); the tables are under "
+                 f"{Results(run.results).tables}"]
+    for line in lines:
         label, sep, rest = line.partition(": ")
         if sep and not line.startswith(" "):  # "tables: ...", "MLflow: ...": the label in bold
             console.print(f"[bold]{escape(label)}:[/bold] ", end="")

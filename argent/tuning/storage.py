@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import threading
 import time
 import warnings
@@ -120,6 +121,10 @@ def storage_for(spec: StudySpec, stale_trial_callback: Any = None) -> optuna.sto
         except sqlalchemy.exc.SQLAlchemyError as err:
             if is_locked(err):
                 raise _locked_for(spec.storage_url, wait) from None  # waited already: no second round
+            problem = damaged_store(spec.storage_url.removeprefix("sqlite:///"), err) \
+                if spec.storage_url.startswith("sqlite:///") else None
+            if problem is not None:
+                raise problem from None
             # Workers that start together on a new database race to create its tables; the loser's
             # insert of the schema version fails. Retrying finds the tables made. An unreachable
             # server or a bad URL fails every attempt: say which storage and what to check.
@@ -183,19 +188,58 @@ def _one_line_in_threads() -> None:
     threading.excepthook = hook
 
 
+def damaged_store(db: Path | str, err: BaseException) -> TuneError | None:
+    """One line for a SQLite study store that is no store (garbage, a half-copied ``optuna.db``) or that
+    cannot be written (a read-only file or folder: Optuna said "StorageInternalError ... exceeding max
+    length"); None for any other error."""
+    text = str(getattr(err, "orig", None) or err)
+    if "not a database" in text or "malformed" in text:
+        return TuneError(f"{db}: not a readable study store ({text.splitlines()[0]}): the file is damaged or was "
+                         f"copied part-way. Move it aside (or restore a whole copy) and run again; without it the "
+                         f"study starts over")
+    if "readonly" in text or "read-only" in text or "unable to open database file" in text:
+        return read_only_store(Path(db))
+    return None
+
+
+def read_only_store(db: Path) -> TuneError:
+    return TuneError(f"{db}: the study store, or its folder {db.parent}, is read-only for this process: SQLite "
+                     f"writes the store and a journal beside it. Make {db.parent} writable, or set tune.storage "
+                     f"to a store in a writable place, and run again")
+
+
+def check_writable(db: Path) -> None:
+    """A SQLite store is written with a journal beside it: its folder, and the file when it exists, must be
+    writable (Optuna fails on the first commit with a misleading StorageInternalError otherwise)."""
+    folder_ok = os.access(db.parent, os.W_OK | os.X_OK)
+    if not folder_ok or (db.exists() and not os.access(db, os.R_OK | os.W_OK)):
+        raise read_only_store(db)
+
+
 def wait_for_store(db: Path, wait: float) -> None:
     """Return once the SQLite file ``db`` can be written (``begin_immediate``); nothing to wait for
-    when it does not exist yet."""
+    when it does not exist yet. A store that is not a SQLite database (garbage, half copied) or cannot be
+    written is one ``TuneError`` naming it (``damaged_store``), not sqlite3's traceback."""
+    check_writable(db)
     if not db.is_file():
         return
     import sqlite3
 
-    connection = sqlite3.connect(db, isolation_level=None)
     try:
-        begin_immediate(connection.execute, str(db), wait)
-        connection.execute("ROLLBACK")
-    finally:
-        connection.close()
+        connection = sqlite3.connect(db, isolation_level=None)
+        try:
+            begin_immediate(connection.execute, str(db), wait)
+            # BEGIN reads the header only: a half-copied store is found when its tables are read
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            connection.execute("PRAGMA quick_check").fetchall()
+            connection.execute("ROLLBACK")
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as err:
+        problem = damaged_store(db, err)
+        if problem is None:
+            raise
+        raise problem from None
 
 
 def serialize_sqlite_transactions(engine: sqlalchemy.engine.Engine, wait: float = 600) -> None:

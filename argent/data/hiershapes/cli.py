@@ -16,10 +16,12 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from argent.config import ConfigError, from_dict, load_yaml
 from argent.data.hiershapes.generate import MARKER, HiershapesParams, generate
 from argent.io import refuse_foreign
+from argent.runs.identity import stable_hash
 
 _FLAGS = {  # flag -> field, type
     "--seed": ("seed", int),
@@ -52,17 +54,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_params(args: argparse.Namespace) -> HiershapesParams:
-    values = asdict(HiershapesParams())
+def given_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The parameters given (``--params`` file, then the flags), before the defaults fill the rest."""
+    given: dict[str, Any] = {}
     if args.params:
         raw = load_yaml(args.params)
         section = dict(raw["hiershapes"]) if isinstance(raw.get("hiershapes"), dict) else dict(raw)
         section.pop("out", None)  # a workflow config's output folder; --out decides
-        values.update(section)
+        given.update(section)
     for name in [n for n, _ in _FLAGS.values()] + ["classes", "colours"]:
         if getattr(args, name) is not None:
-            values[name] = getattr(args, name)
-    return from_dict(HiershapesParams, values, "hiershapes")
+            given[name] = getattr(args, name)
+    return given
+
+
+def resolve_params(args: argparse.Namespace) -> HiershapesParams:
+    return from_dict(HiershapesParams, {**asdict(HiershapesParams()), **given_params(args)}, "hiershapes")
+
+
+def dataset_hash(args: argparse.Namespace) -> str:
+    """The identity the workflow gives data of the parameters given (argent/config/derived_paths.py:
+    ``hiershapes-<stable_hash(hiershapes.params)>``; the workflow passes exactly those in ``--params``)."""
+    return f"hiershapes-{stable_hash(given_params(args))}"
 
 
 def _legacy_hiershapes(out: Path) -> bool:
@@ -80,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         params = resolve_params(args)
         if args.overwrite and not _legacy_hiershapes(args.out):
             refuse_foreign(args.out, MARKER, "argent synth")  # never replace the user's own folder
-        manifest = generate(params, args.out, jobs=args.jobs, overwrite=args.overwrite)
+        manifest = generate(params, args.out, jobs=args.jobs, overwrite=args.overwrite,
+                            dataset_hash=dataset_hash(args))
     except (ConfigError, ValueError, FileExistsError) as err:  # VocabularyError is a ValueError
         print(f"argent synth: {err}", file=sys.stderr)
         return 2

@@ -96,8 +96,12 @@ def _run(tasks: list[tuple[Any, tuple[Any, ...]]], jobs: int) -> list[dict[str, 
         return [f.result() for f in futures]
 
 
-def generate(params: HiershapesParams, out: str | Path, *, jobs: int = 1, overwrite: bool = False) -> dict[str, Any]:
-    """Write the data set to ``out``; returns the manifest."""
+def generate(params: HiershapesParams, out: str | Path, *, jobs: int = 1, overwrite: bool = False,
+             dataset_hash: str = "") -> dict[str, Any]:
+    """Write the data set to ``out``; returns the manifest. ``dataset_hash``: the identity the workflow gives
+    data of these parameters (``argent synth``: ``hiershapes-<hash of the parameters given>``), recorded in
+    the manifest so that a config declaring another one is refused where the data are read
+    (argent/data/inputs.py ``declared_hash_problem``)."""
     params.check()
     ctx = context(params)  # validates the vocabulary before any work
     out = Path(out)
@@ -129,6 +133,7 @@ def generate(params: HiershapesParams, out: str | Path, *, jobs: int = 1, overwr
             "min_box_area": params.min_box_area,
             "counts": counts,
             "content_hash": content_hash(tmp),
+            **({"dataset_hash": dataset_hash} if dataset_hash else {}),
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (tmp / MARKER).write_text("made by argent synth: `argent synth --overwrite` may replace this folder\n")

@@ -112,7 +112,7 @@ PROVENANCE_RULES = {(): lambda v: isinstance(v, dict), **SEGMENT_RULES, ("earlie
     isinstance(v, list) and all(isinstance(s, dict) for s in v)), ("earlier", "*"): lambda v: isinstance(v, dict),
     **{("earlier", "*", *k): rule for k, rule in SEGMENT_RULES.items()}}
 STEP_RULES = {(): nothing, ("sizes",): nothing, ("sizes", "*"): nothing, ("machine",): text, ("source",): text,
-              ("sizes", "*", "step_seconds"): lambda v: number(v, 0, math.inf) and v > 0,  # no upper bound: see report
+              ("sizes", "*", "step_seconds"): lambda v: number(v, 0, 86_400) and v > 0,  # a measured step: a day at most (issue 54)
               ("sizes", "*", "batch_size"): lambda v: count(v) and v >= 1, ("sizes", "*", "device"): text}
 
 
