@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import traceback
+from pathlib import Path
 
 from argent.io import REFUSALS, ArgentError
 
@@ -43,9 +44,31 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("argent")
+        installed = version("argent")
     except PackageNotFoundError:  # a source tree on sys.path, not installed
-        return "unknown (not installed: pip install -e .)"
+        installed = "unknown (not installed: pip install -e .)"
+    return f"{installed} ({_commit()})"
+
+
+def _commit() -> str:
+    """The commit of the checkout this package runs from (an editable install or a source tree), with
+    "uncommitted changes" when its tracked files differ; none for an installed copy outside a checkout."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:  # e.g. site-packages inside a repo's .venv
+            raise ValueError
+        commit = git("rev-parse", "--short=12", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return "commit unknown: not run from a git checkout"
+    return f"commit {commit}{', uncommitted changes' if dirty else ''}"
 
 
 def main(argv: list[str] | None = None) -> int:

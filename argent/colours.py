@@ -1,4 +1,5 @@
-"""One colour per model family, the same in every figure (training curves, the probe's exposure figure).
+"""One colour per model family, the same in every figure (training curves, the probe's exposure figure),
+and the colours of the per-run figures' item types, which are never a family's.
 
 A run's family is its catalogue tag ``family`` (config/variants.yaml, inherited through ``extends:``,
 stored in the run's ``config.yaml`` under ``tracking.tags``): an ablation is drawn in its family's
@@ -13,12 +14,26 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FAMILY_COLOURS", "LINE_STYLES", "family_colour", "family_of", "line_styles"]
+__all__ = ["FAMILY_COLOURS", "ITEM_COLOURS", "LINE_STYLES", "family_colour", "family_of", "item_colour", "line_styles"]
 
 FAMILY_COLOURS: dict[str, str] = {"clip": "#1f77b4", "meru": "#ff7f0e", "hycoclip": "#2ca02c", "argent": "#d62728"}
 """The paper's four families (tab10's first four, the order of Table 2)."""
 SPARE_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 LINE_STYLES = ("-", "--", ":", "-.")
+ITEM_COLOURS: dict[str, str] = {
+    "image": "#252525", "crop": "#969696",  # pixels: black and grey
+    # text: a light-to-dark purple ramp, general (level 1) to specific (level 4, the full caption)
+    "caption_L1": "#cbc9e2", "caption_L2": "#9e9ac8", "caption_L3": "#756bb1", "caption_L4": "#54278f",
+    "caption": "#3f007d", "phrase": "#e6ab02",
+}
+"""The per-run figures' item types (norms, Poincaré disk: argent/evaluation/analysis.py): no family's colour
+and no spare one, so that red is ARGENT in every figure and never a caption level."""
+OTHER_ITEM = "#bdbdbd"
+
+
+def item_colour(item: str) -> str:
+    """The colour of an item type of the per-run figures (``ITEM_COLOURS``; another type: light grey)."""
+    return ITEM_COLOURS.get(item, OTHER_ITEM)
 
 
 def family_colour(family: str) -> str:

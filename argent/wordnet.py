@@ -8,6 +8,7 @@ so the zip must be a real file inside the folder; ``stage_wordnet`` copies one t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -130,3 +131,33 @@ def stage_wordnet(zip_path: str | Path, folder: str | Path) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return folder
+
+
+def open_reader(zip_path: str | Path, folder: str | Path) -> Any:
+    """A WordNet reader of its own over ``zip_path`` (staged into ``folder``, which must outlive it), beside
+    ``nltk.corpus.wordnet``, which is one reader per process: to read two WordNets in one process (the
+    subset generator reads the full database; its test compares the two)."""
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    stage_wordnet(zip_path, folder)
+    if str(folder) not in nltk.data.path:
+        nltk.data.path.append(str(folder))  # NLTK reads only under its search path
+    root = nltk.data.find(str(Path("corpora") / "wordnet.zip" / "wordnet") + "/", paths=[str(folder)])
+    with warnings.catch_warnings():
+        # Without the multilingual OMW corpus NLTK warns once; argent uses English only.
+        warnings.filterwarnings("ignore", message="The multilingual functions are not available")
+        return WordNetCorpusReader(root, None)
+
+
+SUBSET_FILE = "argent-subset.json"
+
+
+def subset_info(reader: Any) -> dict[str, Any] | None:
+    """What a WordNet subset covers (its ``argent-subset.json``: ``words``, ``noun_senses``, ``adj_senses``;
+    the subset argent ships, argent/negatives/wordnet_subset.py); None for a full WordNet, which has none."""
+    try:
+        with reader.open(SUBSET_FILE) as fh:
+            return json.loads(fh.read())
+    except OSError:
+        return None

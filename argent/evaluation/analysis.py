@@ -27,6 +27,7 @@ from sklearn.decomposition import PCA
 from torch import Tensor
 
 from argent import geometry
+from argent.colours import item_colour
 
 __all__ = ["norm_summary", "poincare_projection", "euclidean_projection", "plot_norms", "plot_projection"]
 
@@ -76,15 +77,18 @@ def _pyplot():
     return plt
 
 
-def plot_norms(norms: Mapping[str, np.ndarray], path: Path, xlabel: str) -> None:
+def plot_norms(norms: Mapping[str, np.ndarray], path: Path, xlabel: str, title: str = "") -> None:
     """Overlaid density histograms of norms per item type -> PNG at ``path`` (atomic)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     # Shared bin edges so the item types are comparable bar for bar.
     edges = np.histogram_bin_edges(np.concatenate([np.asarray(v, dtype=np.float64) for v in norms.values()]), bins=40)
     for name, values in norms.items():
-        ax.hist(np.asarray(values), bins=edges, density=True, histtype="step", linewidth=1.5, label=f"{name} (n={len(values)})")
+        ax.hist(np.asarray(values), bins=edges, density=True, histtype="step", linewidth=1.5, color=item_colour(name),
+                label=f"{name} (n={len(values)})")
     ax.set_xlabel(xlabel)
+    if title:
+        ax.set_title(title, fontsize=9)
     ax.set_ylabel("density")
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -101,7 +105,7 @@ def plot_projection(points: Mapping[str, np.ndarray], path: Path, disk: bool, ti
         ax.set_xlim(-1.05, 1.05)
         ax.set_ylim(-1.05, 1.05)
     for name, xy in points.items():
-        ax.scatter(xy[:, 0], xy[:, 1], s=4, alpha=0.6, label=name)
+        ax.scatter(xy[:, 0], xy[:, 1], s=4, alpha=0.6, color=item_colour(name), label=name)
     ax.set_aspect("equal")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, markerscale=3)

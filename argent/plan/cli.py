@@ -16,6 +16,7 @@ from typing import Any
 
 from argent.config import load_config
 from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
+from argent.plan.data_paths import unseen_paths
 from argent.plan.groups import Plan, build_plan, left_out_lines
 
 
@@ -31,18 +32,22 @@ def run(cfg: dict[str, Any], base_dir: Path, out: Any = None) -> str:
     costs = group_costs(cfg, plan, base_dir)
     for line in left_out_lines(plan):
         print(line, file=out)
-    if plan.unseen:
-        print(unseen_line(plan), file=out)
+    absent = unseen_paths(cfg, plan, base_dir)
+    if plan.unseen or absent:
+        print(unseen_line(plan, absent), file=out)
     print(table(costs), file=out)
     line = summary_line(costs, plan)
     print(line, file=out)
     return line
 
 
-def unseen_line(plan: Plan) -> str:
-    """One line naming the data a planned group needs and this machine does not have."""
-    absent = "; ".join(f"groups.{group}: {why}" for group, why in plan.unseen)
-    return f"argent plan: costed as if present, data not seen here (the workflow stops without it): {absent}"
+def unseen_line(plan: Plan, paths: list[tuple[str, str]] = ()) -> str:
+    """The data the plan needs and this machine does not have: the groups that would be left out, then
+    every data path not found here (argent/plan/data_paths.py), one per line."""
+    lines = ["argent plan: costed as if present, data not seen here (the workflow stops without it):"]
+    lines += [f"  groups.{group}: {why}" for group, why in plan.unseen]
+    lines += [f"  {key}: {path}" for key, path in paths]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,8 @@ A size's step time comes from, in this order (docs/scaling.md):
 2. the measured record ``cost.step_times`` (default ``<results>/bench/step_times.json``, written by
    ``argent plan --record-from RESULTS`` from finished training jobs), labelled with the machine
    and device it was measured on;
+3. the results folder's own finished training jobs, measured the same way at each plan (so a finished
+   training prices the next ``snakemake -n`` and ``argent plan``), labelled "measured from";
 otherwise the size is reported as unknown and left out of the total, never guessed.
 A step time measured at another batch size is scaled linearly and says so.
 
@@ -34,8 +36,8 @@ from argent.config import ConfigError, check_range, deep_merge, from_dict, setti
 from argent.plan.cost_report import summary_line
 from argent.plan.cost_report import table as table  # re-exported: argent/plan/cli.py imports it from here
 from argent.plan.flops import step_flops, step_seconds
-from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment, trial_overrides
-from argent.plan.step_record import RECORD, StepRecord, nearby_record, read_record
+from argent.plan.groups import Plan, RunKey, run_experiment, trial_overrides, tuned_base
+from argent.plan.step_record import RECORD, StepRecord, live_record, nearby_record, read_record
 from argent.plan.step_record import record_from_runs as record_from_runs  # re-exported: argent/plan/cli.py
 
 # The MFU the estimate assumes until bench/gpu_check.py has measured this repository's step on a GPU
@@ -135,6 +137,7 @@ class GroupCost:
     runs_by_size: dict[str, int]
     step_time: dict[str, StepTime]  # size -> step time
     study_steps: int = 0            # tuning trials, on the smallest size of the group
+    study_variants: tuple[str, ...] = ()  # the tuned variants whose studies (equal budgets) study_steps counts
     notes: list[str] = field(default_factory=list)
     estimate: dict[str, Estimate] = field(default_factory=dict)  # size -> FLOP-model estimate (unknown sizes, GPU)
 
@@ -165,7 +168,8 @@ class GroupCost:
                 return None
             seconds = self.step_time[size].seconds
             if seconds is None and estimated and size in self.estimate:
-                seconds = self.estimate[size].seconds.get(TUNED_VARIANT)
+                tuned = [self.estimate[size].seconds.get(v) for v in self.study_variants]
+                seconds = None if None in tuned else sum(tuned) / len(tuned)  # the studies share study_steps equally
             if seconds is None:
                 return None
             total += self.study_steps * seconds
@@ -177,14 +181,33 @@ class GroupCost:
         return None if self.hours() is not None else self.hours(estimated=True)
 
 
-def _record(cfg: dict[str, Any], base_dir: Path) -> tuple[Path, StepRecord]:
-    """The measured record ``cost.step_times`` names (default ``<results>/bench/step_times.json``) and its path."""
+@dataclass(frozen=True)
+class Records:
+    """Where measured step times come from: the record file (``cost.step_times``) and the results folder's
+    own finished jobs (``live``, measured once per plan)."""
+
+    path: Path
+    record: StepRecord
+    results: Path
+    live: StepRecord
+
+
+def records(cfg: dict[str, Any], base_dir: Path) -> Records:
+    """The measured record ``cost.step_times`` names (default ``<results>/bench/step_times.json``), its path,
+    and the step times of the results folder's finished training jobs."""
     path = Path(cost_section(cfg).step_times or Path(setting(cfg, "results")) / RECORD)
     path = path if path.is_absolute() else base_dir / path
-    return path, read_record(path)
+    results = Path(setting(cfg, "results"))
+    results = results if results.is_absolute() else base_dir / results
+    return Records(path, read_record(path), results, live_record(results))
 
 
-def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir: Path) -> StepTime:
+def _measured(entry: Any, device: str) -> bool:
+    return bool(entry) and entry.device.split(":")[0] == device.split(":")[0]
+
+
+def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir: Path,
+              sources: Records | None = None) -> StepTime:
     cost = cost_section(cfg)
     configured = cost.step_seconds.get(size)
     if configured is not None:
@@ -192,13 +215,20 @@ def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir:
         note = f" scaled from batch {ref}" if ref != batch else ""
         measured = f" ({cost.note})" if cost.note else ""
         return StepTime(float(configured) * batch / ref, f"config cost.step_seconds{measured}{note}")
-    path, record = _record(cfg, base_dir)
-    entry = record.sizes.get(size)
-    if entry and entry.device.split(":")[0] == device.split(":")[0]:
+    sources = sources or records(cfg, base_dir)
+    path = sources.path
+    entry = sources.record.sizes.get(size)
+    if _measured(entry, device):
         ref = entry.batch_size
         note = f", scaled from batch {ref}" if ref != batch else ""
-        return StepTime(entry.step_seconds * batch / ref, f"measured on {record.machine} ({entry.device}){note}: {path}")
-    return StepTime(None, f"unknown: set cost.step_seconds.{size} or record one (argent plan --record-from)"
+        return StepTime(entry.step_seconds * batch / ref, f"measured on {sources.record.machine} ({entry.device}){note}: {path}")
+    entry = sources.live.sizes.get(size)
+    if _measured(entry, device):
+        ref = entry.batch_size
+        note = f", scaled from batch {ref}" if ref != batch else ""
+        return StepTime(entry.step_seconds * batch / ref, f"measured from {entry.jobs} finished training job(s) "
+                                                          f"({entry.device}){note}: {sources.results}")
+    return StepTime(None, f"unknown: set cost.step_seconds.{size}, or let one run of size {size} finish here (the next plan reads it)"
                           f"{nearby_record(base_dir / setting(cfg, 'results'), base_dir, path, size, device)}")
 
 
@@ -222,6 +252,7 @@ def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey]
 
 def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> list[GroupCost]:
     cost = cost_section(cfg)
+    sources = records(cfg, base_dir)
     out = []
     for group in plan.active():
         gcfg = plan.configs[group.name]
@@ -235,17 +266,34 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
             gc.steps[size] = int(train.get("steps", 0))
             gc.batch[size] = int(train.get("batch_size", 0))
             gc.runs_by_size[size] = sum(1 for k in trained if k.size == size)
-            gc.step_time[size] = step_time(cfg, size, gc.batch[size], device, base_dir)
+            gc.step_time[size] = step_time(cfg, size, gc.batch[size], device, base_dir, sources)
             if gc.step_time[size].seconds is None and device.split(":")[0] == "cuda":
                 gc.estimate[size] = flop_estimate(gcfg, [k for k in keys if k.size == size], set(trained), gc.gpus,
                                                   cost, base_dir, mfu_source(cfg))
-        if TUNED_VARIANT in group.variants:
+        tuned = tuple(v for v in dict.fromkeys(group.variants) if tuned_base(gcfg, v))
+        if tuned:  # one study per tuned variant
             n_trials = int(setting(gcfg, "tune", "n_trials"))
             trial = trial_overrides(gcfg)
-            gc.study_steps = n_trials * int((trial.get("train") or {}).get("steps", 0))
-            gc.notes.append(f"study: {n_trials} trials × {(trial.get('train') or {}).get('steps')} steps")
+            gc.study_steps = len(tuned) * n_trials * int((trial.get("train") or {}).get("steps", 0))
+            gc.study_variants = tuned
+            studies = "study: " if len(tuned) == 1 else f"studies: {len(tuned)} × "
+            gc.notes.append(f"{studies}{n_trials} trials × {(trial.get('train') or {}).get('steps')} steps")
         out.append(gc)
     return out
+
+
+def train_job_seconds(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> float | None:
+    """The mean device seconds (core seconds on CPUs) of one training job of the plan, from the measured step
+    times (sizes without one left out); None when none is measured. The progress lines' price of a training
+    with no job record yet (argent/plan/progress.py)."""
+    total, runs = 0.0, 0
+    for gc in group_costs(cfg, plan, base_dir):
+        for size, n in gc.runs_by_size.items():
+            seconds = gc.step_time[size].seconds
+            if seconds is not None and n:
+                total += n * gc.steps[size] * seconds * max(gc.gpus if gc.gpus > 0 else gc.threads, 1)
+                runs += n
+    return total / runs if runs else None
 
 
 def cost_line(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> str:

@@ -1,13 +1,14 @@
-"""The step-time record ``bench/step_times.json``: seconds per step per model size, measured from a
-results folder's finished training jobs (``argent plan --record-from RESULTS``: ``record_from_runs``)
-with the machine and device they were measured on, and read back by the plan's cost
-(argent/plan/cost.py: ``read_record``; a record of another results folder beside it is offered, never
-used: ``nearby_record``). docs/scaling.md.
+"""The measured step times: seconds per step per model size, from a results folder's finished training
+jobs, with the machine and device they were measured on. Read back by the plan's cost
+(argent/plan/cost.py): from the record file ``cost.step_times`` (default ``<results>/bench/step_times.json``,
+written by ``argent plan --record-from RESULTS``: ``record_from_runs``), else straight from the results
+folder's own finished training jobs (``live_record``: every finished training prices the next plan, with no
+command to run); a record of another results folder beside it is offered, never used (``nearby_record``).
+docs/scaling.md.
 """
 
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 from dataclasses import dataclass, field
@@ -15,10 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, check_range, from_dict
-from argent.io import atomic_write_json
+from argent.io import ReadError, atomic_write_json
 from argent.runs import JobRecordError, Results, RunFolder, job_record_files, parse_run_job, read_job_record, run_dir
+from argent.runs.documents import read_document
 
 RECORD = Path("bench") / "step_times.json"
+# A measured step of one size: more than a day per step is no measurement (1e300 printed a 300-digit
+# CPU-hour estimate), nor a batch of more than 2^31 samples.
+MAX_STEP_SECONDS = 86_400.0
+MAX_BATCH = 2**31
 
 
 @dataclass(frozen=True)
@@ -32,8 +38,9 @@ class SizeRecord:
     includes: str = ""
 
     def __post_init__(self) -> None:
-        check_range("step_seconds", self.step_seconds, low=0.0, low_open=True)
-        check_range("batch_size", self.batch_size, low=1)
+        check_range("step_seconds", self.step_seconds, low=0.0, low_open=True, high=MAX_STEP_SECONDS)
+        check_range("batch_size", self.batch_size, low=1, high=MAX_BATCH)
+        check_range("jobs", self.jobs, low=0, high=2**53)
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,10 @@ def read_record(path: Path) -> StepRecord:
     if not path.is_file():
         return StepRecord()
     fix = "rewrite it with argent plan --record-from RESULTS, or delete it (its sizes are then unknown)"
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"cost.step_times: {path}: not JSON ({err}); {fix}") from None
+    try:  # a regular file of UTF-8 JSON nested at most 64 levels (argent.runs.documents)
+        data = read_document(path, fix)
+    except ReadError as err:
+        raise ConfigError(f"cost.step_times: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"cost.step_times: {path}: expected a mapping {{machine, source, sizes: {{<size>: "
                           f"{{step_seconds, batch_size, device}}}}}}, got {type(data).__name__}; {fix}")
@@ -71,7 +78,7 @@ def nearby_record(results: Path, base_dir: Path, own: Path, size: str, device: s
     found = [results.parent / RECORD, *sorted(results.parent.glob(f"*/{RECORD}")), *sorted(results.glob(f"*/{RECORD}"))]
     for path in dict.fromkeys(p for p in found if p.resolve() != own.resolve()):
         try:
-            data = json.loads(path.read_text())
+            data = read_document(path)  # a FIFO or a deep nest refused, not waited on
             record = from_dict(StepRecord, data) if isinstance(data, dict) else StepRecord()
         except (OSError, ValueError):  # unreadable or malformed (ConfigError is a ValueError): not offered
             continue
@@ -108,9 +115,28 @@ def _recorded_train(train: dict[str, Any], where: Path) -> _RecordedTrain:
 
 
 def record_from_runs(results: Path, out: Path) -> dict[str, Any]:
+    """``measure_runs(results)``, written to ``out`` (``argent plan --record-from``)."""
+    record = measure_runs(results)
+    atomic_write_json(out, record)
+    return record
+
+
+def live_record(results: Path) -> StepRecord:
+    """The step times of ``results``' own finished training jobs, measured as ``--record-from`` measures
+    them, read at each plan; an empty record when none has finished (or a job record is malformed: the cost
+    table names it; an estimate is not worth stopping the DAG for)."""
+    if not Results(results).job_records.is_dir():
+        return StepRecord()
+    try:
+        return from_dict(StepRecord, {**measure_runs(results), "machine": "this results folder's finished jobs"})
+    except ConfigError:
+        return StepRecord()
+
+
+def measure_runs(results: Path) -> dict[str, Any]:
     """Step seconds per size from finished training jobs of a results folder: each job's record
     (``argent.runs.job_records``: the job's wall seconds, start-up included) over the run's steps, median per
-    size. Written with the machine and device it was measured on."""
+    size, with the machine and device it was measured on."""
     per_size: dict[str, list[tuple[float, int, str]]] = {}
     records = Results(results).job_records
     for path in job_record_files(records, "train"):
@@ -139,7 +165,5 @@ def record_from_runs(results: Path, out: Path) -> dict[str, Any]:
         same = [s for s, b, d in rows if b == batch and d == device]
         sizes[size] = {"step_seconds": statistics.median(same), "batch_size": batch, "device": device,
                        "jobs": len(same), "includes": "job start-up and periodic checkpoints"}
-    record = {"machine": f"{platform.node()} ({platform.processor() or platform.machine()})", "source": str(results),
-              "sizes": sizes}
-    atomic_write_json(out, record)
-    return record
+    return {"machine": f"{platform.node()} ({platform.processor() or platform.machine()})", "source": str(results),
+            "sizes": sizes}

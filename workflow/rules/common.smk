@@ -60,6 +60,17 @@ elif ARGENT_DAG.stale:
 ARGENT_DAG.write_identity_markers()
 
 PLAN, PRETRAINED, MINING_JOBS = ARGENT_DAG.plan, ARGENT_DAG.pretrained, ARGENT_DAG.mining
+
+# One line per job start and end, with jobs done / total and the time left (argent/plan/progress.py): a
+# handler on Snakemake's logger, which gets the events a logger plugin gets (Snakemake finds a plugin
+# package only in a non-editable install). Only in the process the user started, not on a dry run.
+if workflow.is_main_process and not DRY_RUN:
+    from argent.plan.cost import train_job_seconds
+    from argent.plan.progress import ProgressHandler
+    from snakemake.logging import logger as _snakemake_logger
+
+    _snakemake_logger.addHandler(ProgressHandler(RESULTS, workflow.resource_settings.cores,
+                                                 train_job_seconds(ARGENT_DAG.config, PLAN, ROOT)))
 R = ARGENT_DAG.r
 EFFECTIVE_CONFIG = ARGENT_DAG.effective_config
 GROUP_CONFIG = {name: ARGENT_DAG.group_config(name) for name in PLAN.configs}

@@ -5,6 +5,8 @@ A behaviour test (what a fresh interpreter imported), not a stopwatch: each case
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -43,9 +45,17 @@ def test_the_basics_and_a_usage_error_load_no_heavy_package(argv: tuple[str, ...
     assert got["heavy"] == [] and got["code"] == (2 if argv[0] in VERBS else 0)
 
 
-def test_version_is_the_installed_package_s() -> None:
+def test_version_is_the_installed_package_s_and_the_checkout_s_commit(tmp_path) -> None:
     from importlib.metadata import version
 
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
     out = subprocess.run([sys.executable, "-m", "argent", "--version"], cwd=ROOT, capture_output=True, text=True,
                          check=True)
-    assert out.stdout.strip() == f"argent {version('argent')}"
+    assert out.stdout.startswith(f"argent {version('argent')} (commit {head}")
+    # a copy outside any git checkout (an installed package) says so instead of naming a commit
+    shutil.copytree(ROOT / "argent", tmp_path / "argent", ignore=shutil.ignore_patterns("__pycache__"))
+    out = subprocess.run([sys.executable, "-c", "import sys; from argent.cli import main; sys.exit(main(['--version']))"],
+                         cwd=tmp_path, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert out.stdout.strip().endswith("(commit unknown: not run from a git checkout)"), out.stdout

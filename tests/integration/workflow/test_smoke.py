@@ -6,6 +6,7 @@ few minutes. Outputs go to results/smoke and data/smoke (git-ignored), wiped fir
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,6 +120,20 @@ def test_every_run_folder_is_complete(smoke_run):
             assert (run / name).is_file(), run / name
 
 
+def test_the_run_showed_its_progress_and_recorded_its_cost_and_hardware(smoke_run):
+    """Issue 53: one line per job start and end with jobs done / total and the time left, in the terminal
+    Snakemake runs in; a finished training prices the next plan (no `argent plan --record-from`); each
+    run's provenance names the CPU it ran on."""
+    assert re.search(r"^argent: \[\d+/\d+\] start  train main/clip-tiny/seed0", smoke_run.stderr, re.M)
+    assert re.search(r"^argent: \[\d+/\d+\] done   train main/clip-tiny/seed0 in .* left", smoke_run.stderr, re.M)
+    proc = subprocess.run([sys.executable, "-m", "argent", "plan", "--config", "config/smoke.yaml"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    line = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0 and "no estimate" not in line and "CPU-core-h" in line, line
+    provenance = json.loads((RESULTS / "runs" / "main" / "clip-tiny" / "seed0" / "provenance.json").read_text())
+    assert provenance["cpu_model"] and provenance["cpu_capability"] and provenance["numpy"]
+
+
 def test_the_readme_commands_run_as_typed_after_the_first_look(smoke_run, tmp_path):
     """Every fenced README command a reader runs after the install, in order, on the smoke run (the first
     look's names rewritten: tests/integration/workflow/readme.py); each block is run or named as skipped."""
@@ -216,13 +231,11 @@ def test_a_moved_results_folder_replans_nothing(smoke_run, tmp_path):
 
 
 def test_reprovisioned_wordnet_with_the_same_bytes_reruns_nothing(smoke_run):
-    """A fresh copy of ../shared (new timestamps, same bytes) must not re-run the mining and the
-    negatives trainings that hang on the staged WordNet."""
+    """A fresh copy of the configured WordNet (new timestamps, same bytes: a new clone, a re-provisioned
+    data folder) must not re-run the mining and the negatives trainings that hang on the staged WordNet."""
     staged = RESULTS / "nltk_data" / "corpora" / "wordnet.zip"
-    if not staged.is_file():
-        pytest.skip("no WordNet staged: ../shared/data/wordnet/wordnet.zip is absent")
     before = staged.stat()
-    source = SHARED / "wordnet" / "wordnet.zip"
+    source = ROOT / "argent" / "resources" / "wordnet-3.0-subset.zip"  # negatives.wordnet_zip of config.yaml
     older = source.stat().st_mtime - 3600  # the source is now newer than its copy, as after re-provisioning
     os.utime(staged, (older, older))
     try:

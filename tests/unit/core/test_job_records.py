@@ -45,6 +45,15 @@ def test_the_rules_name_their_job_records_through_the_one_module():
         assert not re.search(r"seed\{seed\}\.tsv|\"benchmarks\",", text), f"{smk.name} spells a job record's path"
 
 
+def test_a_job_faster_than_the_records_resolution_reads_as_zero_seconds(tmp_path):
+    """Snakemake writes 2 decimals: staging the shipped 0.4 MB WordNet takes a few ms and reads 0.00 (issue 53:
+    the smoke run's tables job stopped on it)."""
+    root = tmp_path / "benchmarks"
+    write(root / "stage_wordnet" / "stage_wordnet.tsv", HEADER + "0.00\t0:00:00\t3.1\t1\t1\t1\t0\t0\t0\t0.00\n")
+    (record,) = read_job_records(root)
+    assert record.wall_s == 0.0 and record.cpu_s == 0.0
+
+
 def test_a_record_gives_stage_group_run_and_its_measures(tmp_path):
     root = tmp_path / "benchmarks"
     write(root / "train" / "main" / "argent-tiny-seed1.tsv", HEADER + "12.5\t0:00:12\tNA\t1\t1\t1\t0\t0\t50\t9.5\n"
@@ -62,8 +71,8 @@ def test_a_record_gives_stage_group_run_and_its_measures(tmp_path):
     ("not a record\n1\n", "not a Snakemake job record"),
     (HEADER, "not a Snakemake job record"),
     ("", "not a Snakemake job record"),
-    ("s\th:m:s\nNA\t0:00:01\n", "s (the job's wall seconds) is 'NA', expected a number > 0 on line 2"),
-    ("s\th:m:s\n0\t0:00:00\n", "s (the job's wall seconds) is '0'"),
+    ("s\th:m:s\nNA\t0:00:01\n", "s (the job's wall seconds) is 'NA', expected a number ≥ 0 on line 2"),
+    ("s\th:m:s\n-1\t0:00:00\n", "s (the job's wall seconds) is '-1'"),
     ("s\th:m:s\n3.0\n", "line 2: 1 values under a header of 2"),
 ])
 def test_a_damaged_record_is_named_with_its_line_and_the_fix(tmp_path, text, said):

@@ -96,7 +96,7 @@ def _finished_job(results: Path, seconds: str = "30.0", train: dict | None = Non
 def test_a_job_record_whose_seconds_are_na_is_named(tmp_path, argent):
     tsv = _finished_job(tmp_path / "results", seconds="NA")
     code, err = argent("plan", "--record-from", tmp_path / "results")
-    assert code == 2 and f"{tsv}: s (the job's wall seconds) is 'NA', expected a number > 0" in err
+    assert code == 2 and f"{tsv}: s (the job's wall seconds) is 'NA', expected a number ≥ 0" in err
     assert "Traceback" not in err
 
 
