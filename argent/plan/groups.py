@@ -22,6 +22,7 @@ from typing import Any
 from argent.config import (
     ConfigError,
     ExperimentConfig,
+    WorkflowConfig,
     check_name,
     check_seed,
     deep_merge,
@@ -34,7 +35,8 @@ from argent.config import (
 )
 from argent.plan.group_entries import GroupEntry, runs_section
 
-TUNED_VARIANT = "argent-tuned"  # the tuned study's best trial, retrained (base variant + best.yaml)
+TUNED_SUFFIX = "-tuned"  # <base>-tuned: the best trial of the study that tunes <base>, retrained (base + best.yaml)
+TUNED_VARIANT = "argent" + TUNED_SUFFIX  # the default's first tuned variant (its study: tune.study)
 
 
 @dataclass(frozen=True)
@@ -118,9 +120,31 @@ def tune_enabled(cfg: dict[str, Any]) -> bool:
     return bool(setting(cfg, "tune", "enabled"))
 
 
+def tune_studies(cfg: dict[str, Any]) -> dict[str, str]:
+    """{study name: its base variant} for each base the config tunes (``tune.base_variants``, else
+    ``[tune.base_variant]``), in order; named by ``TuneConfig.studies`` (the typed ``tune:`` section)."""
+    tune = WorkflowConfig({"tune": cfg.get("tune") or {}}).tune
+    return {name: study.base_variant for name, study in tune.studies().items()}
+
+
+def tuned_base(cfg: dict[str, Any], variant: str) -> str | None:
+    """The base whose study's best trial ``variant`` retrains: ``B`` for ``B-tuned`` when the config
+    tunes ``B``; None for every other name (a catalogue variant)."""
+    if not variant.endswith(TUNED_SUFFIX):
+        return None
+    base = variant.removesuffix(TUNED_SUFFIX)
+    return base if base in tune_studies(cfg).values() else None
+
+
+def tuned_study(cfg: dict[str, Any], variant: str) -> str | None:
+    """The study whose ``best.yaml`` the tuned ``variant`` trains with; None for any other variant."""
+    base = tuned_base(cfg, variant)
+    return None if base is None else next(s for s, b in tune_studies(cfg).items() if b == base)
+
+
 def base_variant(cfg: dict[str, Any], variant: str) -> str:
-    """The tuned variant trains as the study's base variant plus best.yaml on top."""
-    return setting(cfg, "tune", "base_variant") if variant == TUNED_VARIANT else variant
+    """A tuned variant trains as its study's base variant plus best.yaml on top; any other as itself."""
+    return tuned_base(cfg, variant) or variant
 
 
 def run_experiment(gcfg: dict[str, Any], key: RunKey, base_dir: Path,
@@ -198,6 +222,7 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             plan.left_out.append((group.name, f"groups.{group.name}.enabled is false"))
             continue
         gcfg = group_config(cfg, group)
+        check_tuned_names(gcfg, group, base_dir)
         reason = _cannot_run(gcfg, group)
         absent = "" if reason else _absent_data(gcfg, group, base_dir)
         if absent and without_data and not group.optional:
@@ -212,14 +237,14 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
             continue
         plan.configs[group.name] = gcfg
         check_group_runs(gcfg, group, base_dir)
-        if TUNED_VARIANT in group.variants:
+        if any(tuned_base(gcfg, v) for v in group.variants):
             check_trial_config(gcfg, base_dir)
     hashes: dict[RunKey, str] = {}
     for group in sorted(plan.active(), key=lambda g: _depth(groups, g)):  # a lender before its borrowers
         lender = groups.get(group.borrow_from) if group.borrow_from in plan.configs else None
         for key in group.run_keys():
             plan.home[key] = key
-            if lender is None or key.variant == TUNED_VARIANT or key.variant not in lender.variants:
+            if lender is None or tuned_base(cfg, key.variant) or key.variant not in lender.variants:
                 continue
             other = RunKey(lender.name, key.variant, key.size, key.seed)
             if other not in plan.home:
@@ -252,6 +277,18 @@ def check_group_runs(gcfg: dict[str, Any], group: Group, base_dir: Path) -> None
                                   f"{err}") from None
 
 
+def check_tuned_names(gcfg: dict[str, Any], group: Group, base_dir: Path) -> None:
+    """A listed ``X-tuned`` that is neither a variant of the catalogue nor the best of a study the config
+    runs (X not in ``tune.base_variants``) is refused, in one line naming the group and the key to set."""
+    listed = [v for v in dict.fromkeys(group.variants) if v.endswith(TUNED_SUFFIX) and not tuned_base(gcfg, v)]
+    catalogue = load_variants(_variants_file(gcfg, base_dir)) if listed else {}
+    for variant in (v for v in listed if v not in catalogue):
+        base = variant.removesuffix(TUNED_SUFFIX)
+        raise ConfigError(f"groups.{group.name}: {variant} is the tuned {base}, but no study tunes {base} "
+                          f"(tune.base_variants: {list(tune_studies(gcfg).values())}); add {base} to "
+                          f"tune.base_variants, or remove {variant} from groups.{group.name}.variants")
+
+
 def trial_overrides(gcfg: dict[str, Any]) -> dict[str, Any]:
     """The tuning group's config with ``tune.train_overrides`` merged on top, in order; a malformed
     override is named by its index."""
@@ -264,19 +301,22 @@ def trial_overrides(gcfg: dict[str, Any]) -> dict[str, Any]:
     return trial
 
 
-def check_trial_config(gcfg: dict[str, Any], base_dir: Path) -> ExperimentConfig:
-    """The config a study trial trains: the tuning group's, ``tune.train_overrides`` on top, resolved
-    for the study's base variant. Found wrong at DAG build (a key that does not exist, a value of the
-    wrong type), not in a worker after the first trials ran."""
+def check_trial_config(gcfg: dict[str, Any], base_dir: Path) -> list[ExperimentConfig]:
+    """The config a trial of each study trains: the tuning group's, ``tune.train_overrides`` on top,
+    resolved for the study's base variant. Found wrong at DAG build (a key that does not exist, a value
+    of the wrong type, a base not in the catalogue), not in a worker after the first trials ran."""
     trial = trial_overrides(gcfg)
     seed = setting(gcfg, "tune", "seed")
     check_seed(seed, "tune.seed")
-    try:
-        return experiment_from_dict(trial, str(setting(gcfg, "tune", "base_variant")), str(setting(gcfg, "tune", "size")),
-                                    seed, base_dir=base_dir)
-    except ConfigError as err:
-        listed = ", ".join(setting(gcfg, "tune", "train_overrides") or []) or "none"
-        raise ConfigError(f"tune: a study trial's config is invalid ({err}); tune.train_overrides: {listed}") from None
+    out = []
+    for study, base in tune_studies(gcfg).items():
+        try:
+            out.append(experiment_from_dict(trial, base, str(setting(gcfg, "tune", "size")), seed, base_dir=base_dir))
+        except ConfigError as err:
+            listed = ", ".join(setting(gcfg, "tune", "train_overrides") or []) or "none"
+            raise ConfigError(f"tune: a study trial's config is invalid ({err}); study {study}, base {base}; "
+                              f"tune.train_overrides: {listed}") from None
+    return out
 
 
 def _depth(groups: dict[str, Group], group: Group) -> int:
@@ -287,9 +327,9 @@ def _depth(groups: dict[str, Group], group: Group) -> int:
 
 
 def _cannot_run(gcfg: dict[str, Any], group: Group) -> str:
-    if TUNED_VARIANT in group.variants:
-        if not setting(gcfg, "tune", "enabled") or not setting(gcfg, "tune", "train_best"):
-            return (f"lists {TUNED_VARIANT}, which the study trains, but tune.enabled/tune.train_best is off")
+    tuned = [v for v in dict.fromkeys(group.variants) if tuned_base(gcfg, v)]
+    if tuned and (not setting(gcfg, "tune", "enabled") or not setting(gcfg, "tune", "train_best")):
+        return f"lists {', '.join(tuned)}, which the study trains, but tune.enabled/tune.train_best is off"
     return ""
 
 

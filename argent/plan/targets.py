@@ -19,7 +19,16 @@ import yaml
 from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, check_name, setting, strict_yaml
 from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
 from argent.io import ArgentError, ReadError, read_json_object
-from argent.plan.groups import TUNED_VARIANT, Plan, RunKey, run_experiment, uses_negatives
+from argent.plan.groups import (
+    TUNED_SUFFIX,
+    Plan,
+    RunKey,
+    run_experiment,
+    tune_studies,
+    tuned_base,
+    tuned_study,
+    uses_negatives,
+)
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
 from argent.runs import SUMMARY, Results, is_under, probe_result, run_dir
 
@@ -120,6 +129,26 @@ def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
     return out
 
 
+def study_base(cfg: dict[str, Any], study: str) -> str:
+    """The base variant ``study`` tunes; another name is a ``ConfigError`` naming the config's studies."""
+    studies = tune_studies(cfg)
+    if study not in studies:
+        raise ConfigError(f"tune: no study {study!r} in this config (tune.study, tune.base_variants); "
+                          f"its studies: {sorted(studies)}")
+    return studies[study]
+
+
+def study_lines(cfg: dict[str, Any], plan: Plan) -> list[str]:
+    """One line per study the workflow runs whose best no active group retrains (``<base>-tuned``): its
+    trials cost what no cost line counts (the cost counts a study with the group that lists its variant)."""
+    if not setting(cfg, "tune", "enabled"):
+        return []
+    retrained = {tuned_base(cfg, v) for group in plan.active() for v in group.variants}
+    return [f"argent: study {study} tunes {base} ({setting(cfg, 'tune', 'n_trials')} trials), but no active group "
+            f"retrains {base}{TUNED_SUFFIX}: its trials are in no cost line (list it in a group, or drop {base} "
+            f"from tune.base_variants)" for study, base in tune_studies(cfg).items() if base not in retrained]
+
+
 # ---- run identity at every read ------------------------------------------------------------------
 
 
@@ -128,9 +157,11 @@ class IdentityError(ArgentError, ValueError):
     trains there: its numbers belong to another config, variant or ``--name``."""
 
 
-def tuned_variant_file(cfg: dict[str, Any], results: Path) -> Path:
-    """The study's ``best.yaml``: what the train rule passes the tuned variant with ``--variant-file``."""
-    return Results(results).study_best(str(setting(cfg, "tune", "study")))
+def tuned_variant_file(cfg: dict[str, Any], results: Path, variant: str) -> Path | None:
+    """The ``best.yaml`` of the study that tunes ``variant``'s base (``<base>-tuned``): what the train rule
+    passes it with ``--variant-file``; None for a variant no study tunes."""
+    study = tuned_study(cfg, variant)
+    return None if study is None else Results(results).study_best(study)
 
 
 def planned_hash(plan: Plan, key: RunKey, base_dir: Path, results: Path) -> str | None:
@@ -141,8 +172,8 @@ def planned_hash(plan: Plan, key: RunKey, base_dir: Path, results: Path) -> str 
     nothing to compare yet). For every other run it is the train rule's ``hash`` param."""
     gcfg = plan.configs[key.group]
     extra = None
-    if key.variant == TUNED_VARIANT:
-        best = tuned_variant_file(gcfg, results)
+    best = tuned_variant_file(gcfg, results, key.variant)
+    if best is not None:
         if not best.is_file():
             return None
         try:
@@ -220,7 +251,7 @@ def identity_mismatches(plan: Plan, base_dir: Path, results: Path) -> dict[RunKe
         try:
             planned = planned_hash(plan, key, base_dir, results)
         except ConfigError:
-            if key.variant != TUNED_VARIANT:
+            if tuned_study(plan.configs[key.group], key.variant) is None:
                 raise
             planned = None  # a malformed best.yaml: left to the train job, which reads it and names it
         if planned is not None and found != planned:

@@ -16,10 +16,9 @@ The test is ``difference`` (two-sided H0: Δ = 0; reproduced / contradicted by t
 of runs is tested once per metric: two claims resolving to the same two trained runs (a borrowed
 run is its lender's) on the same metric stop the build, naming both.
 
-A row is decided on its test alone. Where a compared variant's own per-seed values show one seed far
-from the others (``far_seed``), the row is flagged (column ``far_seed_flag`` and a note): its
-interval assumes roughly normal seeds, and a bad-seed mode makes the tail anti-conservative
-(docs/statistics.md: refusing such rows does not restore the size, and costs power).
+A row is decided on its test; the verdict it prints may then be withheld by what the row needs besides
+its test (argent/tables/protocol_card.py): a metric that cannot rank on both arms, a mechanism whose
+premise is absent, a sign that changes with the ranking. The test's own verdict stays in ``test_verdict``.
 """
 
 from __future__ import annotations
@@ -41,19 +40,28 @@ from argent.tables.claims_spec import (
 )
 from argent.tables.collect import values_by_seed
 from argent.tables.inference import (
-    FAR_SEED_LEVEL,
     SATTERTHWAITE_BELOW,
     Estimate,
     crossed_estimate,
-    far_seed,
-    item_noise,
     safeguard_effect,
     seed_estimate,
     seeds_for_power,
 )
 from argent.tables.multiplicity import benjamini_hochberg, holm
+from argent.tables.protocol_card import (
+    apply_labels,
+    card_text,
+    degenerate_reason,
+    measure_card,
+    measure_premise,
+    premise_text,
+)
 
 PRIMARY, EXPLORATORY, OUT_OF_DOMAIN = "primary", "exploratory", "out of domain"
+# What the intervals are known to hold under beyond normal seeds (docs/statistics.md, "The size on the
+# recipe's own seeds"); restated here once the headline run's seed law has been simulated.
+SEED_LAW_SENTENCE = ("The recipe's own seed law (40 paired seeds per family, config/headline.yaml) is simulated in "
+                     "docs/statistics.md, \"The size on the recipe's own seeds\" (bench/seed_law.py).")
 POWER_TARGET = 0.8
 SAFEGUARD_CONFIDENCE = 0.6   # directional rows plan seeds at the lower end of the pilot's 60 % CI of |Δ|
 # A crossed factor a role's item interval holds fixed (docs/statistics.md): PEP's pseudo-values are
@@ -77,10 +85,16 @@ def header_sentences(alpha: float) -> dict[str, str]:
                     f"{SATTERTHWAITE_BELOW:.0%} of the variance, then Satterthwaite's df; the false-positive rate at "
                     "the Holm levels holds in simulation for normal seed effects, not for a bad-seed mode "
                     "(docs/statistics.md)",
-        "far_seed": "A row where A's or B's own seeds show one seed far from the others (leave-one-out t, a tie "
-                    f"judged against the items' noise, Bonferroni over both variants' seeds at {FAR_SEED_LEVEL:g}) is "
-                    "flagged (far_seed_flag) and decided on its test as every row is: refusing it would not restore "
-                    "the size, since the samples that mislead hold no bad seed.",
+        "seed_law": SEED_LAW_SENTENCE,
+        "labels": "A row that passes its test may still print no direction: **premise absent** (the claim's "
+                  "declared premise, a measured quantity its mechanism needs, is under its threshold on both arms: "
+                  "the row compares the two runs but does not test the mechanism), **metric degenerate** (on both "
+                  "arms more of the metric's comparisons are tied than the declared share, or both arms lie within δ "
+                  "of the metric's best value), **protocol-sensitive** (a decided row whose declared sensitivity row, "
+                  "the same comparison ranked another way, has the other sign). The test's own verdict is shown "
+                  "beside the label and in test_verdict; a label never adds a decision, so the families' error "
+                  "control is unchanged. **differs**: a decided two-sided control on which the source states no "
+                  "direction.",
     }
 
 
@@ -93,8 +107,11 @@ def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
             "expected_sign": None, "family": "", "test": "", "margin": None, "a_mean": None, "b_mean": None,
             "diff_mean": None, "ci95": None, "ci_low": None, "ci_high": None, "variance": "", "n": 0,
             "n_items": None, "df": None, "n_configured": 0, "partial": False, "seeds": "", "p": None,
-            "p_adjusted": None, "seed_sd": None, "far_seed_flag": None, "planning_effect": None, "seeds_for_power": None,
-            "seeds_for_delta": None, "cpu_h_for_power": None, "verdict": "",
+            "p_adjusted": None, "seed_sd": None, "planning_effect": None, "seeds_for_power": None,
+            "seeds_for_delta": None, "cpu_h_for_power": None, "verdict": "", "test_verdict": "",
+            "sensitivity_of": cm.sensitivity_of or None, "card": "", "tied_a": None, "tied_b": None, "inside_a": None,
+            "inside_b": None, "best_gap_a": None, "best_gap_b": None, "premise": None, "premise_a": None,
+            "premise_b": None,
             "note": "; ".join(filter(None, [claim.note, cm.basis and f"direction from the text: {cm.basis}"]))}
 
 
@@ -137,43 +154,23 @@ def _item_tables(items: ItemIndex, plan: Plan, claim: Claim, spec: MetricSpec, s
 
 
 def _estimate(claim: Claim, spec: MetricSpec, size: str, diffs: dict[int, float], items: ItemIndex,
-              plan: Plan, row: dict[str, Any]) -> tuple[Estimate, tuple[float, float]]:
-    """The row's estimate and the item noise of A's and of B's own seeds (0 without item vectors)."""
+              plan: Plan, row: dict[str, Any]) -> Estimate:
+    """The row's estimate: seeds × items where both runs wrote item vectors, seeds only otherwise."""
     found = _item_tables(items, plan, claim, spec, size, sorted(diffs)) if len(diffs) >= 2 else None
     if found is None:
-        return seed_estimate(list(diffs.values())), (0.0, 0.0)
+        return seed_estimate(list(diffs.values()))
     a_table, b_table, left_out = found
     if left_out:
         _add_note(row, f"{left_out} test items not present in every paired run were left out")
-    return crossed_estimate(a_table - b_table), (item_noise(a_table), item_noise(b_table))
-
-
-def far_seed_flag(values: dict[str, dict[int, float]], noise: dict[str, float],
-                  level: float = FAR_SEED_LEVEL) -> tuple[str, str] | None:
-    """(flag, note) when one variant's own per-seed values show a seed far from its other seeds, else None.
-
-    ``values``: variant -> {seed: value} over the paired seeds; ``noise``: variant -> its item noise
-    (``item_noise``, 0 without item vectors). Bonferroni over every seed of every variant, so rows
-    with normal seeds are flagged at most ``level`` of the time."""
-    found = []
-    for variant, by_seed in values.items():
-        seeds = sorted(by_seed)
-        far = far_seed([by_seed[k] for k in seeds], level / len(values), noise[variant])
-        if far is not None:
-            found.append((variant, seeds[far[0]], far[1] * len(values)))
-    if not found:
-        return None
-    flag = "; ".join(f"{variant} seed {seed}" for variant, seed, _ in found)
-    note = "; ".join(f"{variant}'s seed {seed} is far from its other seeds (leave-one-out p·2K = {p:.1e})"
-                     for variant, seed, p in found)
-    return flag, (f"{note}: the interval assumes roughly normal seed effects, and a bad-seed mode makes its "
-                  "tail anti-conservative (docs/statistics.md); the row is decided on its test as every row is")
+    return crossed_estimate(a_table - b_table)
 
 
 def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size: str, long: pl.DataFrame,
                    present: set[tuple[str, str]], seeds: dict[str, list[int]], claims: ClaimsSpec,
-                   family: str, plan: Plan, items: ItemIndex, configured: set[str] | None = None) -> dict[str, Any]:
-    """One row's estimate and raw p (the family's correction and the verdict come after all rows)."""
+                   family: str, plan: Plan, items: ItemIndex, configured: set[str] | None = None,
+                   protocol: str | None = None) -> dict[str, Any]:
+    """One row's estimate, raw p and protocol card (the family's correction, the verdict and its label
+    come after all rows). ``protocol``: the benchmark's protocol, which says what its metric can tie."""
     row = _row(claim, cm, size)
     margin = claims.margins[cm.role]
     if spec is None:
@@ -208,7 +205,7 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         why = f"{spec.key} is not defined for {' and '.join(undefined)}" if undefined else "no seed has both values"
         row.update(verdict="n/a", family="", note=why)
         return row
-    est, noise = _estimate(claim, spec, size, diffs, items, plan, row)
+    est = _estimate(claim, spec, size, diffs, items, plan, row)
     scale = spec.scale
     row.update(a_mean=float(np.mean([a[k] for k in diffs])) * scale, b_mean=float(np.mean([b[k] for k in diffs])) * scale,
                diff_mean=est.mean * scale, n_items=est.n_items, df=est.df,
@@ -229,11 +226,8 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         _add_note(row, "n=1: no CI, no test, no verdict")
         return row
     row["p"] = est.p_equivalence(margin.delta / scale) if kind == "equivalence" else est.p_difference()
-    flagged = far_seed_flag({claim.a: {k: a[k] for k in diffs}, claim.b: {k: b[k] for k in diffs}},
-                            {claim.a: noise[0], claim.b: noise[1]})
-    if flagged is not None:
-        row["far_seed_flag"] = flagged[0]
-        _add_note(row, flagged[1])
+    row.update(measure_card(row, {"a": a, "b": b}, long, protocol, scale))
+    row["degenerate_reason"] = degenerate_reason(row, claims.degenerate, margin.delta)
     row["_estimate"], row["_scale"] = est, scale   # for the power analysis, dropped by decide()
     return row
 
@@ -243,6 +237,8 @@ def _verdict(row: dict[str, Any], alpha: float) -> str:
         return "inconclusive"
     if row["test"] == "equivalence":
         return "equivalent"
+    if row["expected_sign"] == 0:   # a control the source states no direction on
+        return "differs"
     return "reproduced" if (row["diff_mean"] > 0) == (row["expected_sign"] > 0) else "contradicted"
 
 
@@ -292,35 +288,68 @@ def price_power(rows: list[dict[str, Any]], plan: Plan, run_cpu_s: dict[tuple[st
             r["cpu_h_for_power"] = max(need - r["n"], 0) * sum(per_seed) / 3600
 
 
+def _families(claim: Claim, cm: ClaimMetric, specs: list[MetricSpec | None],
+              out_of_domain: DomainCheck | None) -> list[tuple[MetricSpec | None, str, str]]:
+    """(spec, family, why out of domain) of each benchmark of one role of a claim."""
+    ood = {s.benchmark: (out_of_domain(claim.a, claim.b, s.benchmark) if out_of_domain else "")
+           for s in specs if s is not None}
+    primary_bench = next((s.benchmark for s in specs if s is not None and not ood[s.benchmark]), None)
+    out = []
+    for spec in specs:
+        if spec is not None and ood[spec.benchmark]:
+            out.append((spec, OUT_OF_DOMAIN, ood[spec.benchmark]))
+        elif (claim.primary is not None and spec is not None and cm.role == claim.primary
+              and spec.benchmark == primary_bench):
+            out.append((spec, PRIMARY, ""))
+        else:
+            out.append((spec, EXPLORATORY, ""))
+    return out
+
+
+def _premise(claim: Claim, size: str, diag: pl.DataFrame | None) -> dict[str, Any]:
+    """The claim's premise fields (every row of the claim carries them); {} without a premise."""
+    if claim.premise is None:
+        return {}
+    measured = measure_premise(claim.premise, claim, size, diag if diag is not None else pl.DataFrame(
+        schema={"variant": pl.Utf8, "size": pl.Utf8, "key": pl.Utf8, "value": pl.Float64}))
+    values = [v for v in measured.values() if v is not None]
+    absent = len(values) == 2 and max(values) < claim.premise.above
+    return {"premise": premise_text(claim.premise, measured), "premise_a": measured["a"], "premise_b": measured["b"],
+            "premise_absent": absent}
+
+
 def claims_rows(claims: ClaimsSpec, long: pl.DataFrame, sizes: list[str], seeds: dict[str, list[int]],
                 plan: Plan, items: ItemIndex | None = None, configured: set[str] | None = None,
-                out_of_domain: DomainCheck | None = None) -> list[dict[str, Any]]:
-    """Every row of the claims table, tested and decided. A claim declared ``primary: none``
-    (``Claim.primary is None``) has no primary row: all its in-domain rows are exploratory."""
+                out_of_domain: DomainCheck | None = None, diag: pl.DataFrame | None = None,
+                protocols: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every row of the claims table, tested, decided and labelled. A claim declared ``primary: none``
+    (``Claim.primary is None``) has no primary row: all its in-domain rows are exploratory. ``diag``:
+    the trainer's end-of-training diagnostics (``collect_diagnostics``, listed), read by premises;
+    ``protocols``: benchmark -> protocol, read by the protocol card."""
     check_evidence(claims, plan, sizes)
     present = set(zip(long["variant"].to_list(), long["size"].to_list()))
     rows = []
     for claim in claims.claims:
         for size in claim.sizes or sizes:
+            premise = _premise(claim, size, diag)
             for cm in claim.metrics:
-                specs = claims.roles.get(cm.role) or [None]
-                ood = {s.benchmark: (out_of_domain(claim.a, claim.b, s.benchmark) if out_of_domain else "")
-                       for s in specs if s is not None}
-                primary_bench = next((s.benchmark for s in specs if s is not None and not ood[s.benchmark]), None)
-                for spec in specs:
-                    if spec is not None and ood[spec.benchmark]:
-                        family = OUT_OF_DOMAIN
-                    elif (claim.primary is not None and spec is not None and cm.role == claim.primary
-                          and spec.benchmark == primary_bench):
-                        family = PRIMARY
-                    else:
-                        family = EXPLORATORY
+                tests_mechanism = claim.premise is not None and (not claim.premise.roles or cm.role in claim.premise.roles)
+                for spec, family, ood in _families(claim, cm, claims.roles.get(cm.role) or [None], out_of_domain):
+                    protocol = (protocols or {}).get(spec.benchmark) if spec is not None else None
                     row = evaluate_claim(claim, cm, spec, size, long, present, seeds, claims, family, plan,
-                                         items or {}, configured)
-                    if family == OUT_OF_DOMAIN and spec is not None:
-                        _add_note(row, ood[spec.benchmark])
+                                         items or {}, configured, protocol)
+                    if ood:
+                        _add_note(row, ood)
+                    if tests_mechanism:
+                        row.update(premise)
+                    row["card"] = card_text(row)
                     rows.append(row)
-    return decide(rows, claims)
+    rows = decide(rows, claims)
+    apply_labels(rows, claims)
+    for r in rows:
+        r.pop("premise_absent", None)
+        r.pop("degenerate_reason", None)
+    return rows
 
 
 def check_evidence(claims: ClaimsSpec, plan: Plan, sizes: list[str]) -> None:

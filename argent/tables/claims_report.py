@@ -35,6 +35,12 @@ def _ours(r: dict[str, Any]) -> str:
     return text + (f" {PARTIAL_MARK}" if r["partial"] else "")
 
 
+def _verdict_text(r: dict[str, Any]) -> str:
+    """The label, with what the test alone decided beside a label that withholds it."""
+    test = r.get("test_verdict") or ""
+    return r["verdict"] if not test or test == r["verdict"] else f"{r['verdict']} (test: {test})"
+
+
 def _count(rows: list[dict[str, Any]], family: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for r in rows:
@@ -79,17 +85,25 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
         f"{said['variance']}), so it speaks about "
         "new seeds and new test items alike (PEP AUC: new test images against this fixed negative pool); *seeds*: "
         "training seeds only, on this fixed test set (a metric that is no mean over items: AP, Kendall τ). "
-        f"{said['far_seed']} "
+        f"{said['seed_law']} "
         f"Intervals are {1 - alpha:.0%} and unadjusted. {PARTIAL_MARK} = fewer paired seeds than configured. "
         "Published Δ: the source's S-size numbers, other data and budget — compare directions, not digits. "
         "↓ = lower is better.", "",
+        f"**What a verdict needs besides its test** (declared in the claims file; docs/statistics.md, \"What a "
+        f"verdict needs\"). The *card* column measures on both arms (A / B, mean over the paired seeds) what the "
+        f"metric needs to rank: the share of the comparisons it averages that are tied (PEP's clamped score "
+        f"p = max(1 − 2φ/π, 0) ties every pair beyond φ = π/2 at 0), PEP's positives inside φ < π/2 by caption "
+        f"level, and the distance to the metric's best value. {said['labels']}", "",
+        *(["**Premises** (config/claims.yaml): " + "; ".join(
+            f"*{name}*: {pr.quantity} ≥ {pr.above:g} at the end of training on at least one arm — {pr.source} ({pr.why})"
+            for name, pr in claims.premises.items()) + ".", ""] if claims.premises else []),
         "**Margins δ** (config/claims.yaml): " + "; ".join(f"{role} {m.delta:g} ({m.why})" for role, m in claims.margins.items())
         + ".", "",
         f"Primary rows: {_counts_text(_count(rows, PRIMARY))}. Exploratory rows: {_counts_text(_count(rows, EXPLORATORY))}. "
         f"Out of domain: {sum(1 for r in rows if r['family'] == OUT_OF_DOMAIN)} rows. "
         f"Untested (not run, not evaluated, n/a, n = 1): {sum(1 for r in rows if not r['family'])} rows.", "",
-        "| id | family | metric | size | A vs B | expected | test | published Δ | ours Δ [CI] | variance | p | adj. p | verdict | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        "| id | family | metric | size | A vs B | expected | test | published Δ | ours Δ [CI] | variance | p | adj. p | verdict | card | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {PRIMARY: 0, EXPLORATORY: 1, OUT_OF_DOMAIN: 2, "": 3}
     for r in sorted(rows, key=lambda r: order.get(r["family"], 3)):
         metric = r["role"] if r["benchmark"] is None else f"{r['benchmark']}/{r['metric']}" + ("↓" if r["lower_is_better"] else "")
@@ -98,7 +112,7 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
         test = r["test"] + (f" ±{r['margin']:g}" if r["test"] == "equivalence" else "")
         lines.append(f"| {r['id']} | {r['family'] or '–'} | {metric} | {r['size']} | {r['variant_a']} vs {r['variant_b']} | "
                      f"{r['expect']} | {test or '–'} | {pub} | {_ours(r)} | {r['variance'] or '–'} | {_p(r['p'])} | "
-                     f"{_p(r['p_adjusted'])} | **{r['verdict']}** | {r['note']} |")
+                     f"{_p(r['p_adjusted'])} | **{_verdict_text(r)}** | {r['card'] or '–'} | {r['note']} |")
     lines += ["", "## Power of the primary rows", "",
               f"Seeds for {POWER_TARGET:.0%} power: the fewest paired seeds at which the row's test, at the first Holm "
               f"step's level α/{max(tested_primary, 1)} (so at least that power under Holm), detects the planning "

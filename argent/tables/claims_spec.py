@@ -7,13 +7,17 @@ direction per role (better, worse, or **equal** for a "matches" claim), the publ
 per role the equivalence margin δ with the reason for its size. Every change made after a run was
 seen is an entry of its ``amendments:`` log (date, change, why, what had been seen). The workflow
 config maps each role to the benchmarks that measure it in that config (``tables.claims.metrics``).
+
+What a verdict needs besides its test, also declared there (argent/tables/protocol_card.py): the
+``sensitivity:`` role of a role whose published score can tie (PEP's clamped score: its unclamped
+ranking), the ``degenerate:`` rule under which a metric cannot rank on both arms, and a claim's
+``premise:``, the measured quantity its mechanism needs, with the source's words.
 How rows are tested: argent/tables/claims.py, docs/statistics.md.
 """
 
 from __future__ import annotations
 
 import datetime
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +25,24 @@ from typing import Any
 
 import yaml
 
-from argent.config import ConfigError, strict_yaml
+from argent.config import strict_yaml
+from argent.tables.claims_declarations import (
+    Degenerate,
+    Premise,
+    Sensitivity,
+    claim_premise,
+    fail,
+    finite,
+    parse_degenerate,
+    parse_premises,
+    parse_sensitivity,
+)
 from argent.tables.config import claims_table
 
-EXPECT = ("better", "worse", "equal")
-CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note"}
+EXPECT = ("better", "worse", "equal", "none")   # none: the source states no direction (a control)
+CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note", "premise"}
 METRIC_KEYS = {"expect", "published", "basis"}
-TOP_KEYS = ("alpha", "margins", "amendments", "claims")
+TOP_KEYS = ("alpha", "margins", "sensitivity", "degenerate", "premises", "amendments", "claims")
 NO_PRIMARY = "none"                           # `primary: none`: every row of the claim is exploratory
 AMENDMENT_KEYS = ("date", "change", "why", "decided_after")   # required; `claims:` is optional
 CLAIM_ID = re.compile(r"[A-Za-z0-9._-]+")     # an id is a cell of the claims table: no '|', no space, no markup
@@ -59,8 +74,9 @@ class Margin:
 class ClaimMetric:
     role: str
     published: tuple[float, float] | None     # (A, B) as printed in the source
-    expect: str                               # better | worse | equal: A relative to B
+    expect: str                               # better | worse | equal | none: A relative to B
     basis: str = ""                           # set when the direction comes from the source's text
+    sensitivity_of: str = ""                  # set on a sensitivity row: the declared role it re-ranks
 
     @property
     def published_diff(self) -> float | None:
@@ -78,6 +94,7 @@ class Claim:
     primary: str | None                       # the role of the claim's confirmatory row; None: `primary: none`
     note: str = ""
     sizes: tuple[str, ...] = ()               # only these sizes (the source's row); () = every size
+    premise: Premise | None = None            # the measured quantity its mechanism needs
 
 
 @dataclass(frozen=True)
@@ -99,14 +116,9 @@ class ClaimsSpec:
     margins: dict[str, Margin] = field(default_factory=dict)
     alpha: float = 0.05
     amendments: list[Amendment] = field(default_factory=list)
-
-
-def _fail(where: str, what: str) -> ConfigError:
-    return ConfigError(f"{where}: {what}")
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    sensitivity: dict[str, Sensitivity] = field(default_factory=dict)   # declared role -> its sensitivity
+    degenerate: Degenerate | None = None
+    premises: dict[str, Premise] = field(default_factory=dict)          # name -> premise, as declared
 
 
 def _latest_date() -> datetime.date:
@@ -130,15 +142,15 @@ def parse_roles(section: dict[str, Any], where: str = "tables.claims.metrics") -
         specs = []
         for i, e in enumerate(entries):
             if not isinstance(e, dict) or "benchmark" not in e or "metric" not in e:
-                raise _fail(f"{where}.{role}[{i}]", "needs {benchmark: <name>, metric: <key>}")
+                raise fail(f"{where}.{role}[{i}]", "needs {benchmark: <name>, metric: <key>}")
             unknown = set(e) - {"benchmark", "metric", "scale", "lower_is_better"}
             if unknown:
-                raise _fail(f"{where}.{role}[{i}]", f"unknown keys {sorted(unknown)}")
+                raise fail(f"{where}.{role}[{i}]", f"unknown keys {sorted(unknown)}")
             scale, lower = e.get("scale", 1.0), e.get("lower_is_better", False)
             if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
-                raise _fail(f"{where}.{role}[{i}].scale", f"expected a number > 0, got {scale!r}")
+                raise fail(f"{where}.{role}[{i}].scale", f"expected a number > 0, got {scale!r}")
             if not isinstance(lower, bool):
-                raise _fail(f"{where}.{role}[{i}].lower_is_better", f"expected true/false, got {lower!r}")
+                raise fail(f"{where}.{role}[{i}].lower_is_better", f"expected true/false, got {lower!r}")
             specs.append(MetricSpec(str(e["benchmark"]), str(e["metric"]), float(scale), lower))
         roles[role] = specs
     return roles
@@ -147,39 +159,52 @@ def parse_roles(section: dict[str, Any], where: str = "tables.claims.metrics") -
 def _parse_metric(claim_id: str, role: str, entry: Any, where: str) -> ClaimMetric:
     at = f"{where}: claim {claim_id}, metrics.{role}"
     if not isinstance(entry, dict):
-        raise _fail(at, "expected {expect: better|worse|equal, published: [A, B]} (published optional)")
+        raise fail(at, "expected {expect: better|worse|equal, published: [A, B]} (published optional)")
     unknown = set(entry) - METRIC_KEYS
     if unknown:
-        raise _fail(at, f"unknown keys {sorted(unknown)}; allowed: {sorted(METRIC_KEYS)}")
+        raise fail(at, f"unknown keys {sorted(unknown)}; allowed: {sorted(METRIC_KEYS)}")
     expect = entry.get("expect")
     if expect not in EXPECT:
-        raise _fail(at, f"expect must be one of {EXPECT} (A relative to B as the source states it), got {expect!r}")
+        raise fail(at, f"expect must be one of {EXPECT} (A relative to B as the source states it), got {expect!r}")
     published = entry.get("published")
     if published is not None:
-        if not (isinstance(published, list) and len(published) == 2 and all(_finite(v) for v in published)):
-            raise _fail(at, f"published must be [A, B] finite numbers, got {published!r}")
+        if not (isinstance(published, list) and len(published) == 2 and all(finite(v) for v in published)):
+            raise fail(at, f"published must be [A, B] finite numbers, got {published!r}")
         published = (float(published[0]), float(published[1]))
     basis = entry.get("basis", "")
     if not isinstance(basis, str):
-        raise _fail(at, f"basis must be text (where the source states the direction), got {basis!r}")
+        raise fail(at, f"basis must be text (where the source states the direction), got {basis!r}")
     return ClaimMetric(role, published, expect, basis)
 
 
 def _parse_margins(data: Any, where: str) -> dict[str, Margin]:
     if not isinstance(data, dict) or not data:
-        raise _fail(where, "expected a 'margins:' map: <role>: {delta: <number > 0>, why: <reason for its size>}")
+        raise fail(where, "expected a 'margins:' map: <role>: {delta: <number > 0>, why: <reason for its size>}")
     margins = {}
     for role, m in data.items():
         at = f"{where}.{role}"
         if not isinstance(m, dict) or set(m) != {"delta", "why"}:
-            raise _fail(at, "expected {delta: <number > 0>, why: <reason for its size>}")
+            raise fail(at, "expected {delta: <number > 0>, why: <reason for its size>}")
         delta = m["delta"]
-        if not _finite(delta) or delta <= 0:  # .inf made every row of the role an "equivalent"
-            raise _fail(f"{at}.delta", f"must be a finite number > 0, got {delta!r}")
+        if not finite(delta) or delta <= 0:  # .inf made every row of the role an "equivalent"
+            raise fail(f"{at}.delta", f"must be a finite number > 0, got {delta!r}")
         if not isinstance(m["why"], str) or not m["why"].strip():
-            raise _fail(f"{at}.why", "say why the margin has this size")
+            raise fail(f"{at}.why", "say why the margin has this size")
         margins[str(role)] = Margin(float(delta), m["why"].strip())
     return margins
+
+
+def with_sensitivity_roles(metrics: tuple[ClaimMetric, ...], sensitivity: dict[str, Sensitivity]) -> tuple[ClaimMetric, ...]:
+    """A claim's roles plus, after each declared role that has one, its sensitivity role (same
+    direction, no published numbers: the source prints the declared score only)."""
+    out: list[ClaimMetric] = []
+    named = {m.role for m in metrics}
+    for m in metrics:
+        out.append(m)
+        extra = sensitivity.get(m.role)
+        if extra is not None and extra.role not in named:
+            out.append(ClaimMetric(extra.role, None, m.expect, m.basis, sensitivity_of=m.role))
+    return tuple(out)
 
 
 def _parse_amendments(data: Any, ids: set[str], where: str) -> list[Amendment]:
@@ -188,18 +213,18 @@ def _parse_amendments(data: Any, ids: set[str], where: str) -> list[Amendment]:
     if data is None:
         return []
     if not isinstance(data, list):
-        raise _fail(where, f"expected a list of entries {shape}")
+        raise fail(where, f"expected a list of entries {shape}")
     amendments = []
     for i, entry in enumerate(data):
         at = f"{where}[{i}]"
         if not isinstance(entry, dict):
-            raise _fail(at, f"expected {shape}")
+            raise fail(at, f"expected {shape}")
         missing = [k for k in AMENDMENT_KEYS if k not in entry]
         if missing:
-            raise _fail(at, f"missing keys {missing}; every amendment says {', '.join(AMENDMENT_KEYS)}")
+            raise fail(at, f"missing keys {missing}; every amendment says {', '.join(AMENDMENT_KEYS)}")
         unknown = set(entry) - set(AMENDMENT_KEYS) - {"claims"}
         if unknown:
-            raise _fail(at, f"unknown keys {sorted(unknown)}; allowed: {', '.join(AMENDMENT_KEYS)}, claims")
+            raise fail(at, f"unknown keys {sorted(unknown)}; allowed: {', '.join(AMENDMENT_KEYS)}, claims")
         date = entry["date"]
         if isinstance(date, datetime.datetime):
             date = date.date()
@@ -209,20 +234,20 @@ def _parse_amendments(data: Any, ids: set[str], where: str) -> list[Amendment]:
             except ValueError:
                 date = None
         if not isinstance(date, datetime.date):
-            raise _fail(f"{at}.date", f"must be a date YYYY-MM-DD, got {entry['date']!r}")
+            raise fail(f"{at}.date", f"must be a date YYYY-MM-DD, got {entry['date']!r}")
         if date > _latest_date():  # a log of what was decided after a run was seen cannot be dated ahead
-            raise _fail(f"{at}.date", f"{date.isoformat()} is in the future; date an amendment the day it is made")
+            raise fail(f"{at}.date", f"{date.isoformat()} is in the future; date an amendment the day it is made")
         for key, ask in (("change", "say what changed"), ("why", "say why it changed"),
                          ("decided_after", "name the run (and what it showed) seen before the change was "
                                            "decided, or 'no run'")):
             if not isinstance(entry[key], str) or not entry[key].strip():
-                raise _fail(f"{at}.{key}", f"{ask} (text), got {entry[key]!r}")
+                raise fail(f"{at}.{key}", f"{ask} (text), got {entry[key]!r}")
         named = entry.get("claims", [])
         if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
-            raise _fail(f"{at}.claims", f"expected a list of claim ids, got {named!r}")
+            raise fail(f"{at}.claims", f"expected a list of claim ids, got {named!r}")
         strangers = [c for c in named if c not in ids]
         if strangers:
-            raise _fail(f"{at}.claims", f"{strangers} are no claims of this file; name a removed claim in "
+            raise fail(f"{at}.claims", f"{strangers} are no claims of this file; name a removed claim in "
                         "change: instead")
         amendments.append(Amendment(date.isoformat(), entry["change"].strip(), entry["why"].strip(),
                                     entry["decided_after"].strip(), tuple(named)))
@@ -236,74 +261,85 @@ def load_claims(path: Path) -> ClaimsSpec:
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: claims file not found; set tables.claims.file in the workflow config") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise _fail(str(path), f"not a YAML claims file ({' '.join(str(err).split())}); fix it, or point "
+        raise fail(str(path), f"not a YAML claims file ({' '.join(str(err).split())}); fix it, or point "
                     "tables.claims.file at config/claims.yaml") from None
     except RecursionError:  # PyYAML composes nested collections recursively: 50,000 '[' overflow the stack
-        raise _fail(str(path), "not a claims file: nested deeper than the YAML parser can follow (a run of "
+        raise fail(str(path), "not a claims file: nested deeper than the YAML parser can follow (a run of "
                     "unclosed '[' or '{'?); fix it, or point tables.claims.file at config/claims.yaml") from None
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        raise _fail(str(path), "expected a top-level 'claims:' list")
+        raise fail(str(path), "expected a top-level 'claims:' list")
     unknown = set(data) - set(TOP_KEYS)
     if unknown:
-        raise _fail(str(path), f"unknown top-level keys {sorted(unknown)}; allowed: {', '.join(TOP_KEYS)}")
+        raise fail(str(path), f"unknown top-level keys {sorted(unknown)}; allowed: {', '.join(TOP_KEYS)}")
     alpha = data.get("alpha", 0.05)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise _fail(f"{path}: alpha", f"must be a number in (0, 1), got {alpha!r}")
+        raise fail(f"{path}: alpha", f"must be a number in (0, 1), got {alpha!r}")
     margins = _parse_margins(data.get("margins"), f"{path}: margins")
+    sensitivity = parse_sensitivity(data.get("sensitivity"), margins, f"{path}: sensitivity")
+    degenerate = parse_degenerate(data.get("degenerate"), f"{path}: degenerate")
+    premises = parse_premises(data.get("premises"), f"{path}: premises")
     claims, seen = [], set()
     for i, c in enumerate(data["claims"]):
         if not isinstance(c, dict):
-            raise _fail(f"{path}: claims[{i}]", "expected a map")
+            raise fail(f"{path}: claims[{i}]", "expected a map")
         missing = [k for k in ("id", "source", "a", "b", "primary", "metrics") if k not in c]
         if missing:
-            raise _fail(f"{path}: claims[{i}]", f"missing keys {missing}")
+            raise fail(f"{path}: claims[{i}]", f"missing keys {missing}")
         for key, what in (("id", "a short unique name"), ("a", "a run, <group>/<variant>"),
                           ("b", "a run, <group>/<variant>"), ("primary", f"one of its metric roles, or '{NO_PRIMARY}'")):
             value = c[key]
             # primary: null falls through to "is not one of its metrics" below, which names the way out
             if isinstance(value, (list, dict)) or (key != "primary" and (not isinstance(value, str) or not value.strip())):
-                raise _fail(f"{path}: claims[{i}].{key}", f"expected text ({what}), got {value!r}")
+                raise fail(f"{path}: claims[{i}].{key}", f"expected text ({what}), got {value!r}")
         if not CLAIM_ID.fullmatch(c["id"]):
-            raise _fail(f"{path}: claims[{i}].id", f"{c['id']!r}: use letters, digits, '-', '_' and '.' only (the id "
+            raise fail(f"{path}: claims[{i}].id", f"{c['id']!r}: use letters, digits, '-', '_' and '.' only (the id "
                         "is a cell of the claims table and a column value of claims.csv)")
         extra = set(c) - CLAIM_KEYS
         if extra:
-            raise _fail(f"{path}: claims[{i}] ({c['id']})", f"unknown keys {sorted(extra)}; allowed: {sorted(CLAIM_KEYS)}")
+            raise fail(f"{path}: claims[{i}] ({c['id']})", f"unknown keys {sorted(extra)}; allowed: {sorted(CLAIM_KEYS)}")
         if _run_name(c["a"]) == _run_name(c["b"]):
-            raise _fail(f"{path}: claim {c['id']}", f"a: {c['a']!r} and b: {c['b']!r} are the same run; a claim "
+            raise fail(f"{path}: claim {c['id']}", f"a: {c['a']!r} and b: {c['b']!r} are the same run; a claim "
                         "compares two different runs (A − B would be 0 on every seed, an 'equivalent' at p = 0)")
         if c["id"] in seen:
-            raise _fail(f"{path}: claims[{i}]", f"duplicate id {c['id']!r}")
+            raise fail(f"{path}: claims[{i}]", f"duplicate id {c['id']!r}")
         seen.add(c["id"])
         if not isinstance(c["metrics"], dict) or not c["metrics"]:
-            raise _fail(f"{path}: claim {c['id']}", "metrics: expected a map of role -> {expect, published}")
+            raise fail(f"{path}: claim {c['id']}", "metrics: expected a map of role -> {expect, published}")
         metrics = tuple(_parse_metric(c["id"], role, e, str(path)) for role, e in c["metrics"].items())
+        if c["primary"] in {s.role for s in sensitivity.values()}:
+            raise fail(f"{path}: claim {c['id']}", f"primary: {c['primary']!r} is a sensitivity role: its rows are "
+                        "exploratory checks of another role, never a confirmatory row")
+        metrics = with_sensitivity_roles(metrics, sensitivity)
+        premise = claim_premise(c["premise"], premises, f"{path}: claim {c['id']}, premise") if "premise" in c else None
+        if premise is not None and set(premise.roles) - {m.role for m in metrics}:
+            raise fail(f"{path}: claim {c['id']}, premise.roles", f"{sorted(set(premise.roles) - {m.role for m in metrics})} "
+                       "are no roles of this claim (its metrics and their sensitivity roles)")
         primary = None if c["primary"] == NO_PRIMARY else str(c["primary"])
         if c["primary"] != NO_PRIMARY and c["primary"] not in c["metrics"]:
-            raise _fail(f"{path}: claim {c['id']}", f"primary: {c['primary']!r} is not one of its metrics "
+            raise fail(f"{path}: claim {c['id']}", f"primary: {c['primary']!r} is not one of its metrics "
                         f"{sorted(c['metrics'])}; name the role of its confirmatory row, or '{NO_PRIMARY}' "
                         "for a claim whose rows are all exploratory")
         if primary is None and not str(c.get("note", "")).strip():
-            raise _fail(f"{path}: claim {c['id']}", f"primary: {NO_PRIMARY} (every row exploratory): say in "
+            raise fail(f"{path}: claim {c['id']}", f"primary: {NO_PRIMARY} (every row exploratory): say in "
                         "note: why the claim has no confirmatory row")
         no_margin = [m.role for m in metrics if m.role not in margins]
         if no_margin:
-            raise _fail(f"{path}: claim {c['id']}", f"roles {no_margin} have no margin; add them under margins:")
+            raise fail(f"{path}: claim {c['id']}", f"roles {no_margin} have no margin; add them under margins:")
         sizes = c.get("sizes", [])
         if not isinstance(sizes, list) or not all(isinstance(s, str) for s in sizes):
-            raise _fail(f"{path}: claim {c['id']}", f"sizes: expected a list of size names, got {sizes!r}")
+            raise fail(f"{path}: claim {c['id']}", f"sizes: expected a list of size names, got {sizes!r}")
         claims.append(Claim(str(c["id"]), str(c["source"]), str(c.get("claim", "")), str(c["a"]), str(c["b"]),
-                            metrics, primary, str(c.get("note", "")), tuple(sizes)))
+                            metrics, primary, str(c.get("note", "")), tuple(sizes), premise))
     amendments = _parse_amendments(data.get("amendments"), seen, f"{path}: amendments")
-    return ClaimsSpec(claims, {}, margins, float(alpha), amendments)
+    return ClaimsSpec(claims, {}, margins, float(alpha), amendments, sensitivity, degenerate, premises)
 
 
 def expected_sign(cm: ClaimMetric, spec: MetricSpec, claim_id: str) -> int:
     """The sign of A − B in raw metric units that a directional claim predicts (TIE: lower is better).
 
     Checks that the published numbers agree with ``expect`` under the metric's direction, unless
-    the direction comes from the source's text (``basis``)."""
-    if cm.expect == "equal":
+    the direction comes from the source's text (``basis``). 0: no direction (``equal``, ``none``)."""
+    if cm.expect in ("equal", "none"):
         return 0
     better_sign = -1 if spec.lower_is_better else 1
     sign = better_sign if cm.expect == "better" else -better_sign
@@ -318,9 +354,12 @@ def expected_sign(cm: ClaimMetric, spec: MetricSpec, claim_id: str) -> int:
 
 def kind_of_test(cm: ClaimMetric, margin: Margin) -> str:
     """``equivalence`` for a "matches" claim and for one whose published |A − B| is below the
-    margin without a textual basis for a direction; otherwise ``difference``."""
+    margin without a textual basis for a direction; otherwise ``difference`` (``none``: a two-sided
+    difference with no side expected, a control the source states nothing on)."""
     if cm.expect == "equal":
         return "equivalence"
+    if cm.expect == "none":
+        return "difference"
     diff = cm.published_diff
     if not cm.basis and diff is not None and abs(diff) < margin.delta:
         return "equivalence"
@@ -336,7 +375,7 @@ def check_claims(cfg: dict[str, Any], base_dir: Path) -> ClaimsSpec | None:
     section = claims_table(cfg)
     path = section.path(base_dir)
     if not path.is_file():
-        raise _fail(f"tables.claims.file: {path}", "claims file not found; point it at the claims file "
+        raise fail(f"tables.claims.file: {path}", "claims file not found; point it at the claims file "
                     "(config/claims.yaml)")
     spec = load_claims(path)
     spec.roles = parse_roles(section.roles())

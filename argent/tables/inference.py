@@ -29,12 +29,11 @@ Two estimators, one result type (``Estimate``):
   tests/unit/tables/test_inference.py holds the size at α/16 on normal settings (K = 3–20, N up to
   5,000) and on 0/1 correctness.
 
-The t interval is valid in the tail for roughly normal seed effects only. Under a bad-seed mixture
-(a seed shifted by 2–4 SD with probability 0.2) the size at α/16 reaches 5× nominal, and the excess
-comes from samples that hold no bad seed, which no rule on those seeds can see (docs/statistics.md).
-So no row is refused on its seeds; ``far_seed`` *flags* a row when one of a compared variant's own
-per-seed values is far from its other seeds (argent/tables/claims.py), with a detection rate
-measured in tests/unit/tables/test_far_seed.py.
+The t interval is valid in the tail for roughly normal seed effects. Under a bad-seed mixture (a seed
+shifted by 2–4 SD with probability 0.2) the size at α/16 reaches 5× nominal, and the excess comes from
+samples that hold no bad seed, which no rule on those seeds can see (docs/statistics.md). Whether the
+recipe's own seeds behave is measured instead: argent/tables/seed_law.py simulates this estimate under
+the seed law of 40 measured seeds per family (bench/seed_law.py).
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ from scipy import stats as scipy_stats
 
 SEEDS_UNREACHABLE = 10**7   # power still under target here: no number of seeds reaches it (the item term)
 SATTERTHWAITE_BELOW = 0.03  # seeds' share of V under which the df is Satterthwaite's (module docstring)
-FAR_SEED_LEVEL = 0.05       # a row's flag level: Bonferroni over the K seeds of both variants (2K)
 # scipy's nct is NaN past |ncp| ~ 1e10; at 1e8 every tail used here is already 0 or 1 in double precision
 NCP_CAP = 1e8
 
@@ -178,57 +176,6 @@ def crossed_estimate(diffs: np.ndarray) -> Estimate:
     return Estimate(grand, math.sqrt(variance), df, k, n, "seeds+items", components)
 
 
-def item_noise(scores: np.ndarray) -> float:
-    """MS_r/N of one variant's seeds × items table of item scores: the variance σ_ε²/N that its own
-    test items give one seed's whole-test-set value, a lower bound on that value's variance
-    (σ_s² + σ_ε²/N), estimated with (K − 1)(N − 1) df; 0 with one seed (``far_seed_p``'s tie rule)."""
-    table = np.asarray(scores, dtype=float)
-    k, n = table.shape
-    return 0.0 if k < 2 else float(mean_squares(table)[2]) / n
-
-
-TIE_RESOLUTION = 1e-6   # a spread under this share of the values' size is a tie (round-off), not a measurement
-
-
-def far_seed_p(values: np.ndarray, noise: float | np.ndarray = 0.0) -> np.ndarray:
-    """The Bonferroni (× K) leave-one-out p of every seed of one variant, R rows at once: (R, K) -> (R, K).
-
-    For seed k, (xₖ − mean₋ₖ) / (s₋ₖ·√(1 + 1/(K − 1))) is Student t with K − 2 df when seed effects
-    are normal (a prediction interval for a new seed from the other K − 1; Grubbs' test, with
-    Bonferroni over the seeds). When the other seeds tie (s₋ₖ = 0: equal counts on a fixed test set),
-    s₋ₖ² is replaced by ``noise`` (per row or one value; ``item_noise``): a tie measures the counts'
-    lattice, not the seeds' variance, which is at least the items' noise. So a tie counts only when
-    the gap is large against that noise, and is no evidence when there is none (no item vectors).
-    The floor is used at a tie only: flooring every spread made the flag blind at few seeds when the
-    items' noise is a large part of a seed's variance (docs/statistics.md)."""
-    x = np.asarray(values, dtype=float)
-    k = x.shape[-1]
-    others = np.array([[j for j in range(k) if j != i] for i in range(k)])
-    rest = x[..., others]                                   # (..., K, K − 1): every seed's other seeds
-    rest_mean = rest.mean(axis=-1)
-    rest_var = rest.var(axis=-1, ddof=1)
-    scale = np.abs(x).max(axis=-1, keepdims=True)
-    tied = rest_var <= (TIE_RESOLUTION * scale) ** 2
-    floor = np.asarray(noise, dtype=float)
-    rest_var = np.where(tied, floor[..., None] if floor.ndim else floor, rest_var)
-    spread = np.sqrt(rest_var * (1 + 1 / (k - 1)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(spread > 0, np.abs(x - rest_mean) / np.where(spread > 0, spread, 1.0), 0.0)
-    return np.minimum(1.0, 2 * scipy_stats.t.sf(t, k - 2) * k)
-
-
-def far_seed(values: Sequence[float], level: float, noise: float = 0.0) -> tuple[int, float] | None:
-    """(index, Bonferroni p) of the seed of one variant farthest from its other seeds when that p is
-    under ``level``, else None (``far_seed_p``). Needs K ≥ 3; at K = 3 the reference has one df and
-    a far seed is flagged about as often as a normal one (the detection table, docs/statistics.md)."""
-    x = np.asarray(list(values), dtype=float)
-    if len(x) < 3:
-        return None
-    p = far_seed_p(x[None, :], noise)[0]
-    index = int(np.argmin(p))
-    return (index, float(p[index])) if p[index] < level else None
-
-
 def _finite(value: float, what: str) -> float:
     if not math.isfinite(value):
         raise ArithmeticError(f"power: {what} is {value} (a numerical failure, not a probability)")
@@ -244,8 +191,8 @@ def power(components: Components, seeds: int, effect: float, alpha: float, equiv
     when the true difference is 0: P(T₊ > t₁₋α) + P(T₋ < −t₁₋α) − 1 with T± noncentral at ±δ/se,
     a lower bound of the exact power that is tight wherever it matters (at 80 % and above).
 
-    This is the chance of a decision, since no tested row is refused (a far seed only flags a row):
-    tests/unit/tables/test_far_seed.py simulates the decisions at the seeds that reach 80 %."""
+    This is the chance of a decision, since no tested row is refused:
+    tests/unit/tables/test_decision.py simulates the decisions at the seeds that reach 80 %."""
     if seeds < 2:
         return 0.0
     se = math.sqrt(components.variance_of_mean(seeds))

@@ -179,14 +179,17 @@ def run(opts: TablesOptions) -> list[Path]:
         note = hardware_note(results, plan, listed)  # one line when the table's runs mix machines
         if note:
             tables[name] = (f"{tables[name][0]}\n{note}", tables[name][1])
+    diag = listed_runs(collect_diagnostics(layout.runs), plan)
     if "claims" in choice.written:
+        protocols = {name: entry.get("protocol") for name, entry in (cfg.get("benchmarks") or {}).items()
+                     if isinstance(entry, dict)}
         rows = claims_rows(claims, long, all_sizes, seeds, plan, collect_items(layout.eval),
-                           set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir))
+                           set(configured_variants(plan)), domain_check(cfg, plan, opts.base_dir), diag, protocols)
         price_power(rows, plan, run_cpu_seconds(read_job_records(layout.job_records)))
         tables["claims"] = (claims_markdown(rows, claims, setting_text(plan, opts.base_dir)), rows)
     # The mechanism of the runs this config trains: a group switched off would only add "not run" rows.
     active = [v for v in variants if v.partition("/")[0] in plan.configs]
-    mech = mechanism_rows(listed_runs(collect_diagnostics(layout.runs), plan), active, all_sizes, seeds)
+    mech = mechanism_rows(diag, active, all_sizes, seeds)
     tables["mechanism"] = (mechanism_markdown(mech), mech)
     if "probe" in choice.written:
         tables["probe"] = probe_table(layout.probe)

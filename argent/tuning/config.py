@@ -69,6 +69,8 @@ class TuneConfig:
 
     study: str = "argent_weights"  # the workflow schema's default too (tests/unit/config/test_config.py)
     base_variant: str = "argent"
+    # The bases tuned, each in a study of its own (``studies``); [] = [base_variant]. Set, its first is base_variant.
+    base_variants: list[str] = field(default_factory=list)
     size: str = "tiny"
     seed: int = 0
     n_trials: int = 20
@@ -96,12 +98,36 @@ class TuneConfig:
         d = dataclasses.asdict(self)
         return {k: d[k] for k in keep}
 
+    def bases(self) -> list[str]:
+        """The variants tuned, in order: ``base_variants``, else ``[base_variant]``."""
+        return list(self.base_variants) or [self.base_variant]
+
+    def study_of(self, base: str) -> str:
+        """The study that tunes ``base``: ``study`` for the first base (its folder never moves),
+        ``<study>-<base>`` for each other."""
+        bases = self.bases()
+        if base not in bases:
+            raise ConfigError(f"tune.base_variants: {base!r} is not tuned; tuned: {bases}")
+        return self.study if base == bases[0] else f"{self.study}-{base}"
+
+    def studies(self) -> dict[str, TuneConfig]:
+        """{study name: that study's own section}: one base each; space, objective, budget, sampler seed
+        and every other key the same (a study's fingerprint names its base)."""
+        return {self.study_of(b): dataclasses.replace(self, study=self.study_of(b), base_variant=b, base_variants=[])
+                for b in self.bases()}
+
 
 def check_tune(cfg: TuneConfig, path: str = "tune") -> TuneConfig:
     """The checks the types cannot express; every message starts with the key's path."""
     if cfg.study:
         check_name(cfg.study, f"{path}.study")
     check_name(cfg.base_variant, f"{path}.base_variant")
+    for i, base in enumerate(cfg.base_variants):
+        check_name(base, f"{path}.base_variants[{i}]")
+        if base in cfg.base_variants[:i]:
+            raise ConfigError(f"{path}.base_variants: {base!r} is listed twice; each base is tuned in one study")
+        if cfg.study:
+            check_name(cfg.study_of(base), f"{path}.base_variants[{i}] (its study, <study>-<base>)")
     check_name(cfg.size, f"{path}.size")
     for key in ("n_trials", "workers", "store_wait"):
         if getattr(cfg, key) < 1:
@@ -143,7 +169,14 @@ def parse_tune(raw: Any, path: str = "tune") -> TuneConfig:
     """Validate a ``tune:`` mapping into a ``TuneConfig``."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping, got {type(raw).__name__}")
-    return check_tune(from_dict(TuneConfig, dict(raw), path), path)
+    cfg = from_dict(TuneConfig, dict(raw), path)
+    if cfg.base_variants:  # the list decides; a base_variant written beside it must be its first
+        if "base_variant" in raw and cfg.base_variant != cfg.base_variants[0]:
+            raise ConfigError(f"{path}.base_variant: {cfg.base_variant!r} is not the first of {path}.base_variants "
+                              f"{cfg.base_variants}; the bases tuned are {path}.base_variants (its first keeps "
+                              f"{path}.study): set that list alone, e.g. --set {path}.base_variants=[{cfg.base_variant}]")
+        cfg.base_variant = cfg.base_variants[0]
+    return check_tune(cfg, path)
 
 
 def tune_section(raw: dict[str, Any], base_dir: Path | None = None) -> TuneConfig:
@@ -155,11 +188,14 @@ def tune_section(raw: dict[str, Any], base_dir: Path | None = None) -> TuneConfi
 
 def load_tune(config_path: str | Path, sets: list[str] | tuple[str, ...] = (),
               study: str | None = None, merge_default: bool = True) -> tuple[TuneConfig, dict[str, Any]]:
-    """(TuneConfig, the whole workflow config) from a config file (merged over config/config.yaml
-    unless ``merge_default`` is false, as Snakemake reads it); ``study`` renames the study."""
+    """(TuneConfig of one study, the whole workflow config) from a config file (merged over
+    config/config.yaml unless ``merge_default`` is false, as Snakemake reads it). ``study``: one of the
+    config's studies (``TuneConfig.studies``: its base is tuned), else the first base's study under
+    that name; none: the first base's study."""
     workflow = load_config(config_path, sets, merge_default=merge_default)
-    tune = workflow.tune
     cfg = workflow.raw
+    studies = workflow.tune.studies()
+    tune = studies.get(study or "") or next(iter(studies.values()))
     if study:
         tune.study = check_name(study, "--study")
     if not tune.study:

@@ -15,7 +15,7 @@ rule train:
     input:
         data=training_data_inputs,
         image_cache=IMAGE_CACHE_MARKER or [],
-        best=lambda w: [STUDY_BEST.format(study=ARGENT_DAG.setting("tune", "study"))] if w.variant == TUNED_VARIANT else [],
+        best=lambda w: ARGENT_DAG.tuned_inputs(w.group, w.variant),  # a tuned variant's study best.yaml, else none
         # A finished folder whose summary.json carries another identity hash than the plan's (trained by
         # hand with another config, variant or --name; Snakemake has no record of such a run): a marker
         # newer than that summary, written at DAG build (common.smk), so the run is retrained.

@@ -1,17 +1,18 @@
-# Optuna over γ₁, γ₂, β: parallel workers share one study (SQLite under results/ by default, any
-# SQLAlchemy URL for clusters); the export writes best.yaml, which trains as the variant argent-tuned.
+# Optuna over γ₁, γ₂, β: one study per base of tune.base_variants (tune.study the first's, <study>-<base> the
+# others'); a study's parallel workers share it (SQLite under results/ by default, any SQLAlchemy URL for
+# clusters); the export writes best.yaml, which trains as the variant <base>-tuned (argent-tuned, ...).
 # Trials are scored on the validation benchmarks of tune.objective only (docs/tuning.md).
 
 
 rule tune_worker:
     input:
-        lambda w: ARGENT_DAG.tune_inputs(),
+        lambda w: ARGENT_DAG.tune_inputs(w.study),
     output:
         touch(R("tune", "{study}", "workers", "{worker}.done")),
     params:
         out=lambda w, output: str(Path(output[0]).parent.parent),
         config=ARGENT_DAG.tune_config(),  # the tuning group's config: the study trains on its budget
-        hash=ARGENT_DAG.tune_hash(),
+        hash=lambda w: ARGENT_DAG.tune_hash(w.study),
     benchmark:
         job_record("tune_worker", "{study}-worker{worker}"),
     log:

@@ -67,8 +67,9 @@ def test_group_errors_name_the_key(groups, message):
         parse_groups(_cfg(**groups))
 
 
-def test_cost_from_the_config_override_and_unknown_sizes_said():
-    cfg = _cfg(main={"variants": ["clip", "argent"], "sizes": ["tiny", "S"]})
+def test_cost_from_the_config_override_and_unknown_sizes_said(tmp_path):
+    # a results folder of its own: the plan would read the step times of a finished run in results/
+    cfg = {**_cfg(main={"variants": ["clip", "argent"], "sizes": ["tiny", "S"]}), "results": str(tmp_path / "results")}
     plan = build_plan(cfg, ROOT)
     line = summary_line(group_costs(cfg, plan, ROOT), plan)
     assert "8 training runs" in line and "step time unknown for size(s) S, tiny" in line and "no estimate" in line
@@ -109,8 +110,9 @@ def test_plan_verb_on_the_shipped_default(capsys, tmp_path):
     base = ["plan", "--config", "config/config.yaml", "--base-dir", str(ROOT)]
     assert argent_main([*base, "--set", f"negatives.wordnet_zip={wordnet}"]) == 0
     out = capsys.readouterr().out
-    # 62 training jobs: main 32 (4 variants x 8 seeds), ablations 18 (9 borrowed from main), negatives 9, tuning 3
-    assert "argent plan: 62 training runs (9 borrowed, not retrained) in 4 groups" in out
+    # 77 training jobs: main 32 (4 variants x 8 seeds), ablations 30 (13 x 3, 9 borrowed from main), negatives 9,
+    # tuning 6 (argent-tuned, meru_adaent-tuned x 3)
+    assert "argent plan: 77 training runs (9 borrowed, not retrained) in 4 groups" in out
     assert argent_main([*base, "--set", f"negatives.wordnet_zip={tmp_path / 'absent.zip'}"]) == 0
     out = capsys.readouterr().out
-    assert "argent: group negatives left out: argent_negs_random" in out and "53 training runs" in out
+    assert "argent: group negatives left out: argent_negs_random" in out and "68 training runs" in out

@@ -214,7 +214,7 @@ def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_pa
         for c in claims:
             for m in c.metrics:
                 for spec in specs[m.role]:
-                    assert expected_sign(m, spec, c.id) in ((0,) if m.expect == "equal" else (1, -1))
+                    assert expected_sign(m, spec, c.id) in ((0,) if m.expect in ("equal", "none") else (1, -1))
 
 
 # The primary family of the shipped file at size tiny, as amended on 2026-12-02 (config/claims.yaml,
@@ -236,10 +236,14 @@ def test_the_shipped_primary_family_at_size_tiny():
     # each primary role is measured on hiershapes in the default (the training domain): one primary row each
     assert all(roles[role][0].benchmark.startswith("hs_") for role in tiny.values())
     exploratory_only = {c.id for c in spec.claims if c.primary is None}
-    assert exploratory_only == {"T2-meru-vs-clip", "T3c-reg-meru", "CJ-cement-vs-none"}
-    # every demotion is logged in the amendments, naming the claim
+    controls = {"T3a-ctl-loss-meru", "T3a-ctl-weight-meru", "T3a-ctl-reg-meru", "T2-ctl-loss-hycoclip",
+                "T2-ctl-weight-argent", "T2-ctl-reg-hycoclip"}
+    assert exploratory_only == {"T2-meru-vs-clip", "T3c-reg-meru", "CJ-cement-vs-none"} | controls
+    # every demotion is logged in the amendments, naming the claim; the controls were added, never primary
     demoted = {cid for a in spec.amendments for cid in a.claims if f"-> {NO_PRIMARY}" in a.change}
-    assert demoted == exploratory_only
+    assert demoted == exploratory_only - controls
+    added = {cid for a in spec.amendments for cid in a.claims if "control claims" in a.change}
+    assert controls <= added
 
 
 def _claims_with(tmp_path: Path, text: str) -> Path:

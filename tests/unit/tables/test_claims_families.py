@@ -219,13 +219,18 @@ def test_pretrained_models_are_rows_of_the_main_table_and_in_no_claim(table, tmp
     assert not table.filter(pl.col("variant_a").str.contains("pretrained") | pl.col("variant_b").str.contains("pretrained")).height
 
 
-def test_a_flagged_row_keeps_its_p_in_holm_and_is_decided():
+def test_a_labelled_row_keeps_its_p_in_holm_and_its_tests_verdict():
     from argent.tables.claims import decide
     from argent.tables.claims_spec import ClaimsSpec
+    from argent.tables.protocol_card import apply_labels
 
-    def row(flag):
-        return {"family": "primary", "p": 1e-6, "p_adjusted": None, "verdict": "", "test": "difference",
-                "diff_mean": 5.0, "expected_sign": 1, "far_seed_flag": flag, "margin": 1.0, "note": ""}
-    rows = decide([row(None), row("main/clip seed 0")], ClaimsSpec([], {}, {}, 0.05))
+    def row(absent):
+        return {"id": "c", "size": "tiny", "role": "pep_auc", "benchmark": "hs_pep", "family": "primary", "p": 1e-6,
+                "p_adjusted": None, "verdict": "", "test": "difference", "diff_mean": 5.0, "expected_sign": 1,
+                "margin": 1.0, "note": "", "premise_absent": absent}
+    spec = ClaimsSpec([], {}, {}, 0.05)
+    rows = decide([row(False), row(True)], spec)
+    apply_labels(rows, spec)
     assert [r["p_adjusted"] for r in rows] == pytest.approx([2e-6, 2e-6])     # both in the family (m = 2)
-    assert [r["verdict"] for r in rows] == ["reproduced", "reproduced"]       # flagged, not refused
+    assert [r["verdict"] for r in rows] == ["reproduced", "premise absent"]   # withheld, not removed
+    assert [r["test_verdict"] for r in rows] == ["reproduced", "reproduced"]

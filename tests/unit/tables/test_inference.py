@@ -1,7 +1,7 @@
 """The statistics of the claims table on data with a known answer: Holm and BH against hand-computed
 values, TOST on identical seeds ± noise and on a shifted copy, the coverage of the seeds × items
 interval on simulated data with a known effect, its size at the Holm level on normal seeds and 0/1
-correctness, and the power search. A seed far from the others: tests/unit/tables/test_far_seed.py."""
+correctness, and the power search. The recipe's own seed law: tests/unit/tables/test_seed_law.py."""
 
 import math
 
@@ -136,7 +136,7 @@ def test_the_seeds_times_items_interval_covers_at_least_95_percent(k, n, sd_seed
 # 0 when MS_s < MS_r and then took Satterthwaite's df: 1.1 % at setting 1, 1.7 % on binary data.)
 # A tested row is decided when its adjusted p is under α and refused nothing else (claims.py), so
 # the size of its p is the size of the decision. Normal seeds only: a bad-seed mixture breaks it
-# (test_far_seed.py).
+# (test_decision.py); the recipe's own seeds: test_seed_law.py.
 
 LEVEL = 0.05 / 16
 
