@@ -23,7 +23,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "mine": ("argent.negatives.cli", "mine concreteness-aware hard negatives"),
     "tune": ("argent.tuning.cli", "run an Optuna study over loss weights (validation data only)"),
     "probe": ("argent.probe.cli", "taxonomic-generalisation probe"),
-    "tables": ("argent.tables", "aggregate evaluation JSON into tables and figures"),
+    "tables": ("argent.tables.cli", "aggregate evaluation JSON into tables and figures"),
     "track": ("argent.tracking.cli", "re-send a finished run's metrics.jsonl to MLflow"),
     "restamp": ("argent.restamp.cli", "re-stamp run folders of an older run identity after checking their config"),
 }

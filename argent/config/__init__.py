@@ -22,24 +22,67 @@ first use (``argent.lazy``); inside the package a module imports its siblings by
 docs/config.md: the sections, the merge layers, how to add a key or a section.
 """
 
+from typing import TYPE_CHECKING
+
 from argent.lazy import lazy_exports
 
-_MODULES = {
-    "argent.config.convert": ("ConfigError", "check_partial", "check_range", "config_keys", "from_dict", "named"),
-    "argent.config.registry": ("SECTIONS", "WORKFLOW_SECTIONS", "Section", "check_sections", "field_default",
-                               "section_of", "section_type", "setting"),
-    "argent.config.loading": ("DEFAULT_CONFIG", "check_duplicate_keys", "deep_merge", "load_merged_config",
-                              "load_workflow_config", "load_yaml", "parse_override", "strict_yaml"),
-    "argent.config.limits": ("check_device", "check_model_arithmetic", "check_schedule", "check_seed", "threads"),
-    "argent.config.loss_kinds": ("ENTAILMENT_KINDS", "KIND_FIELDS", "PAIR_FIELDS", "EntailmentKind", "readers_of"),
-    "argent.config.variant": ("INTRA_PAIRS", "PAIR_TYPES", "CementConfig", "VariantConfig", "check_variant_keys"),
-    "argent.config.experiment": ("CARRIED_VERSIONS", "IDENTITY_VERSION", "MODEL_SIZES", "BatchingConfig", "DataConfig",
-                                 "ExperimentConfig", "ModelConfig", "OptimConfig", "TrackingConfig", "TrainConfig",
-                                 "check_name", "experiment_from_dict", "experiment_from_resolved", "load_variants",
-                                 "model_from", "variant_from", "variant_layers"),
-    "argent.config.derived_paths": ("derive_paths",),
-    "argent.config.workflow": ("TopLevel", "WorkflowConfig", "check_snakemake_config", "load_config", "parse_section"),
-}
-_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
+    from argent.config.convert import ConfigError, check_partial, check_range, config_keys, from_dict, named
+    from argent.config.derived_paths import derive_paths
+    from argent.config.experiment import (
+        CARRIED_VERSIONS,
+        IDENTITY_VERSION,
+        MODEL_SIZES,
+        BatchingConfig,
+        DataConfig,
+        ExperimentConfig,
+        ModelConfig,
+        OptimConfig,
+        TrackingConfig,
+        TrainConfig,
+        check_name,
+        experiment_from_dict,
+        experiment_from_resolved,
+        load_variants,
+        model_from,
+        variant_from,
+        variant_layers,
+    )
+    from argent.config.limits import check_device, check_model_arithmetic, check_schedule, check_seed, threads
+    from argent.config.loading import (
+        DEFAULT_CONFIG,
+        check_duplicate_keys,
+        deep_merge,
+        load_merged_config,
+        load_workflow_config,
+        load_yaml,
+        parse_override,
+        strict_yaml,
+    )
+    from argent.config.loss_kinds import ENTAILMENT_KINDS, KIND_FIELDS, PAIR_FIELDS, EntailmentKind, readers_of
+    from argent.config.registry import (
+        SECTIONS,
+        WORKFLOW_SECTIONS,
+        Section,
+        check_sections,
+        field_default,
+        section_of,
+        section_type,
+        setting,
+    )
+    from argent.config.variant import INTRA_PAIRS, PAIR_TYPES, CementConfig, VariantConfig, check_variant_keys
+    from argent.config.workflow import TopLevel, WorkflowConfig, check_snakemake_config, load_config, parse_section
+
+__all__ = [
+    "BatchingConfig", "CARRIED_VERSIONS", "CementConfig", "ConfigError", "DEFAULT_CONFIG", "DataConfig",
+    "ENTAILMENT_KINDS", "EntailmentKind", "ExperimentConfig", "IDENTITY_VERSION", "INTRA_PAIRS", "KIND_FIELDS",
+    "MODEL_SIZES", "ModelConfig", "OptimConfig", "PAIR_FIELDS", "PAIR_TYPES", "SECTIONS", "Section", "TopLevel",
+    "TrackingConfig", "TrainConfig", "VariantConfig", "WORKFLOW_SECTIONS", "WorkflowConfig", "check_device",
+    "check_duplicate_keys", "check_model_arithmetic", "check_name", "check_partial", "check_range",
+    "check_schedule", "check_sections", "check_seed", "check_snakemake_config", "check_variant_keys", "config_keys",
+    "deep_merge", "derive_paths", "experiment_from_dict", "experiment_from_resolved", "field_default", "from_dict",
+    "load_config", "load_merged_config", "load_variants", "load_workflow_config", "load_yaml", "model_from",
+    "named", "parse_override", "parse_section", "readers_of", "section_of", "section_type", "setting",
+    "strict_yaml", "threads", "variant_from", "variant_layers",
+]
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -6,9 +6,12 @@ losses of ``entailment``, is argent/config/loss_kinds.py (torch-free: the workfl
 with it while it parses). Names are imported on first use (``argent.lazy``).
 """
 
+from typing import TYPE_CHECKING
+
 from argent.lazy import lazy_exports
 
-_EXPORTS = {"Objective": "argent.losses.objective", "LossOutput": "argent.losses.objective",
-            "diagnostics": "argent.losses.objective"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
+    from argent.losses.objective import LossOutput, Objective, diagnostics
+
+__all__ = ["LossOutput", "Objective", "diagnostics"]
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -4,9 +4,13 @@ Names are imported on first use (``argent.lazy``), so the torch-free ``argent.mo
 (the workflow's ``pretrained:`` section) imports without torch.
 """
 
+from typing import TYPE_CHECKING
+
 from argent.lazy import lazy_exports
 
-_EXPORTS = {"DualEncoder": "argent.models.dual_encoder", "build_model": "argent.models.dual_encoder",
-            "tokenize": "argent.models.tokenizer"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
+    from argent.models.dual_encoder import DualEncoder, build_model
+    from argent.models.tokenizer import tokenize
+
+__all__ = ["DualEncoder", "build_model", "tokenize"]
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -22,13 +22,7 @@ changed, so only a retrain makes the run match its config. Snakemake keeps the o
 job's ``hash`` param; the verb prints the ``snakemake --cleanup-metadata`` line that drops it.
 
 Modules: ``stamp`` (one folder checked and re-stamped: ``restamp_run``, ``upgrade_stored``), ``cli`` (the
-verb). A verb above the plan and the engine (docs/architecture.md, "Layers"): it asks the plan which
-config the workflow now trains into a folder, and writes the checkpoint as the trainer does.
+verb); import each name from its module (the package re-exports nothing). A verb above the plan and the
+engine (docs/architecture.md, "Layers"): it asks the plan which config the workflow now trains into a
+folder, and writes the checkpoint as the trainer does.
 """
-
-from argent.lazy import lazy_exports
-
-_EXPORTS = {"main": "argent.restamp.cli", "Outcome": "argent.restamp.stamp", "restamp_run": "argent.restamp.stamp",
-            "upgrade_stored": "argent.restamp.stamp"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

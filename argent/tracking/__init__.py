@@ -21,15 +21,37 @@ the tables send), ``tags`` (metric keys and the tags that identify runs and resu
 package's public API, imported on first use (``argent.lazy``).
 """
 
+from typing import TYPE_CHECKING
+
 from argent.lazy import lazy_exports
 
-_MIRROR, _TAGS = "argent.tracking.mirror", "argent.tracking.tags"
-_EXPORTS = {
-    **dict.fromkeys(["RUN_RECORD", "log_evaluation", "log_pretrained", "log_results", "log_tables_run",
-                     "mirror_training", "open_run", "resend", "workflow_hash"], _MIRROR),
-    **dict.fromkeys(["EVAL_PREFIX", "EXPERIMENT_KIND", "catalogue_tags", "git_commit", "metric_key", "result_tags",
-                     "run_tags", "variant_tags"], _TAGS),
-    "Tracker": "argent.tracking.tracker",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
+    from argent.tracking.mirror import (
+        RUN_RECORD,
+        log_evaluation,
+        log_pretrained,
+        log_results,
+        log_tables_run,
+        mirror_training,
+        open_run,
+        resend,
+        workflow_hash,
+    )
+    from argent.tracking.tags import (
+        EVAL_PREFIX,
+        EXPERIMENT_KIND,
+        catalogue_tags,
+        git_commit,
+        metric_key,
+        result_tags,
+        run_tags,
+        variant_tags,
+    )
+    from argent.tracking.tracker import Tracker
+
+__all__ = [
+    "EVAL_PREFIX", "EXPERIMENT_KIND", "RUN_RECORD", "Tracker", "catalogue_tags", "git_commit", "log_evaluation",
+    "log_pretrained", "log_results", "log_tables_run", "metric_key", "mirror_training", "open_run", "resend",
+    "result_tags", "run_tags", "variant_tags", "workflow_hash",
+]
+__getattr__, __dir__ = lazy_exports(__name__)

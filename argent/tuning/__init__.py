@@ -7,32 +7,28 @@ lives), ``budget`` (the exact trial budget across workers), ``study`` (the worke
 trials.csv, figures), ``run`` / ``cli`` (``argent tune``).
 """
 
+from typing import TYPE_CHECKING
+
 from argent.lazy import lazy_exports
 
-# name -> module: imported on first use (argent.lazy), so that reading the tune: section's types
-# (argent.tuning.config, the workflow's parse) does not import optuna and torch. ``run`` is the
-# submodule argent.tuning.run (its function: ``from argent.tuning.run import run``).
-_LAZY = {
-    "ObjectiveTerm": "argent.tuning.config",
-    "ParamSpace": "argent.tuning.space",
-    "StudySpec": "argent.tuning.storage",
-    "TrainingObjective": "argent.tuning.objective",
-    "TrialContext": "argent.tuning.study",
-    "TuneConfig": "argent.tuning.config",
-    "TuneError": "argent.tuning.storage",
-    "TuneRequest": "argent.tuning.run",
-    "ValidationScorer": "argent.tuning.objective",
-    "budget_used": "argent.tuning.budget",
-    "export_study": "argent.tuning.export",
-    "finished_in_budget": "argent.tuning.budget",
-    "load_tune": "argent.tuning.config",
-    "main": "argent.tuning.cli",
-    "parse_tune": "argent.tuning.config",
-    "run_study": "argent.tuning.study",
-    "sample_params": "argent.tuning.space",
-    "study_spec": "argent.tuning.storage",
-    "validation_benchmarks": "argent.tuning.validation",
-    "variant_overrides": "argent.tuning.space",
-}
-__all__ = sorted(_LAZY)
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+# Imported on first use (argent.lazy), so that reading the tune: section's types (argent.tuning.config, the
+# workflow's parse) does not import optuna and torch. ``run`` is the submodule argent.tuning.run (its function:
+# ``from argent.tuning.run import run``).
+if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
+    from argent.tuning.budget import budget_used, finished_in_budget
+    from argent.tuning.cli import main
+    from argent.tuning.config import ObjectiveTerm, TuneConfig, load_tune, parse_tune
+    from argent.tuning.export import export_study
+    from argent.tuning.objective import TrainingObjective, ValidationScorer
+    from argent.tuning.run import TuneRequest
+    from argent.tuning.space import ParamSpace, sample_params, variant_overrides
+    from argent.tuning.storage import StudySpec, TuneError, study_spec
+    from argent.tuning.study import TrialContext, run_study
+    from argent.tuning.validation import validation_benchmarks
+
+__all__ = [
+    "ObjectiveTerm", "ParamSpace", "StudySpec", "TrainingObjective", "TrialContext", "TuneConfig", "TuneError",
+    "TuneRequest", "ValidationScorer", "budget_used", "export_study", "finished_in_budget", "load_tune", "main",
+    "parse_tune", "run_study", "sample_params", "study_spec", "validation_benchmarks", "variant_overrides",
+]
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -13,15 +13,14 @@ its keys and shapes fit the declared layout exactly. ``section`` types the workf
 names are imported on first use (``argent.lazy``), so importing it does not import torch.
 """
 
+from typing import TYPE_CHECKING
+
 from argent.lazy import lazy_exports
 
-_EXPORTS = {
-    "LAYOUTS": "argent.models.pretrained.section",
-    "PretrainedConfig": "argent.models.pretrained.base",
-    "PretrainedError": "argent.models.pretrained.base",
-    "PretrainedModel": "argent.models.pretrained.base",
-    "load_pretrained": "argent.models.pretrained.load",
-    "parse_spec": "argent.models.pretrained.load",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
+    from argent.models.pretrained.base import PretrainedConfig, PretrainedError, PretrainedModel
+    from argent.models.pretrained.load import load_pretrained, parse_spec
+    from argent.models.pretrained.section import LAYOUTS
+
+__all__ = ["LAYOUTS", "PretrainedConfig", "PretrainedError", "PretrainedModel", "load_pretrained", "parse_spec"]
+__getattr__, __dir__ = lazy_exports(__name__)
