@@ -5,7 +5,7 @@ config enables (training shards, evaluated benchmarks), reads a few records of e
 through its real reader, checks the device and the free disk. The workflow runs it as its first job.
 It refuses what a job would refuse (or skip without a word): a device the machine lacks (``train.device``,
 a group's override, ``clean.device``), a CPU run whose memory need exceeds the machine's
-(argent/plan/memory.py, a lower bound), a folder where ``data.train_shards`` wants shard files, and a
+(argent/models/memory.py, a lower bound), a folder where ``data.train_shards`` wants shard files, and a
 ``tune.objective`` metric its validation benchmark does not write (when the study runs).
 
 A benchmark is required unless its entry says ``optional: true``: a missing required one is an
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import glob
 import itertools
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -38,11 +37,11 @@ from argent.data.manifest import manifest_check, mismatch_message
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
+from argent.models.memory import cpu_shortfall
 from argent.plan.groups import TUNED_SUFFIX, Plan, base_variant, build_plan
 from argent.plan.inputs import declared_hash_refusals, results_problem
-from argent.plan.memory import shortfall, training_memory
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
-from argent.tables.claims_spec import ClaimsSpec, check_claims
+from argent.tablespec.claims import ClaimsSpec, check_claims
 
 SAMPLE_RECORDS = 4
 
@@ -73,20 +72,6 @@ def _device_problems(devices: dict[str, str]) -> list[str]:
         except ArgentError as err:  # its fix names --device; here the key is what to change
             problems.append(f"{key}: {str(err).split(';')[0]}; set {key}: cpu, or run where it is available")
     return problems
-
-
-def _physical_memory() -> float:
-    """This machine's physical memory in bytes (what a CPU training job can use at most)."""
-    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-
-
-def _memory_problem(exp: ExperimentConfig, run: str) -> str | None:
-    """A CPU run whose lower-bound memory need (argent/plan/memory.py) exceeds this machine's memory.
-    GPU runs are left to the job: their memory is the device's, split over its DDP ranks."""
-    if exp.train.device != "cpu":
-        return None
-    parts = training_memory(exp.model, exp.variant, exp.train.batch_size, exp.size)
-    return shortfall(parts, _physical_memory(), run)
 
 
 def _shard_folders(pattern: str) -> list[str]:
@@ -194,7 +179,7 @@ def _run_problems(cfg: dict[str, Any], plan: Plan, base_dir: Path, prefixes: lis
         if pattern not in shard_counts:
             shard_counts[pattern] = _shard_count(pattern, cfg, prefixes) if pattern else None
         gpus = int(setting(plan.configs[group], "runs", "gpus") or 0)
-        problems += [p for p in (_memory_problem(exp, f"{group}/{variant}-{size}"),
+        problems += [p for p in (cpu_shortfall(exp, f"{group}/{variant}-{size}"),
                                  _stream_problem(exp, gpus, shard_counts[pattern], f"{group}/{variant}-{size}")) if p]
     return problems
 

@@ -13,7 +13,7 @@ failure written into the JSON instead of stopping the others; the JSON is rewrit
    training loop (``argent.engine.trainer.train`` with a fixed synthetic batch kept on the device, so
    data loading is not timed): samples/s, seconds per step (median after ``--warmup`` steps; the
    first step, compilation included, apart), MFU = the FLOP model's training FLOPs per step
-   (argent/plan/flops.py) ÷ step time ÷ the device's dense bf16 peak (``PEAKS`` by device name,
+   (argent/models/flops.py) ÷ step time ÷ the device's dense bf16 peak (``PEAKS`` by device name,
    else ``--peak-tflops``), and peak memory (``torch.cuda.max_memory_allocated``; on a CPU the
    process's maximum RSS). Texts fill the whole context, as the FLOP model counts them.
 2. ``train``: small grounded webdataset shards made by the hiershapes generator
@@ -58,8 +58,8 @@ from argent.engine.trainer import train
 from argent.evaluation.benchmarks import parse_benchmark
 from argent.evaluation.runner import evaluate
 from argent.io import ArgentError, atomic_write_json
+from argent.models.flops import step_flops
 from argent.models.trained import load_run
-from argent.plan.flops import step_flops
 
 ROOT = Path(__file__).resolve().parents[1]
 HIERSHAPES_CONFIG = ROOT / "config" / "config.yaml"  # the short run's data, model preset and benchmark entry
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                    "memory_gib": torch.cuda.get_device_properties(device).total_memory / 2**30
                    if device.type == "cuda" else None},
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "flop_model": "argent/plan/flops.py: transformer layers, 3 × forward, texts at the full context",
+        "flop_model": "argent/models/flops.py: transformer layers, 3 × forward, texts at the full context",
         "steps": [], "train": {}, "evaluate": {}, "failed": [], "wall_s": 0.0,
     }
     check = Check(args.out, args.budget_s, report)

@@ -63,7 +63,7 @@ SECTIONS: dict[str, Section] = {
     "negatives": Section("argent.negatives.config:MiningConfig", "section", "argent.negatives.config:negatives_section"),
     "tune": Section("argent.tuning.config:TuneConfig", "section", "argent.tuning.config:tune_section"),
     "probe": Section("argent.probe.config:ProbeSection", "section", "argent.probe.config:probe_section"),
-    "tables": Section("argent.tables.config:TablesSection", "section", "argent.tables.config:tables_section",
+    "tables": Section("argent.tablespec.section:TablesSection", "section", "argent.tablespec.section:tables_section",
                       required=True),
     "groups": Section("argent.plan.group_entries:GroupEntry", "entries", "argent.plan.groups:groups_section",
                       required=True),

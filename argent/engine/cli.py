@@ -32,18 +32,12 @@ def parser() -> argparse.ArgumentParser:
 
 def refuse_what_cannot_fit(cfg: Any) -> None:
     """The refusal ``argent check`` makes of a CPU run whose memory need exceeds the machine's (the lower
-    bound of argent/plan/memory.py), made by the verb too, before the model is built: by hand it ended in
+    bound of argent/models/memory.py), made by the verb too, before the model is built: by hand it ended in
     an out-of-memory traceback (or the kernel's OOM killer)."""
-    import os
-
     from argent.io import ArgentError
-    from argent.plan.memory import shortfall, training_memory  # deliberate, upward (pyproject: import-linter)
+    from argent.models.memory import cpu_shortfall
 
-    if cfg.train.device != "cpu":
-        return  # a GPU's memory is the device's, split over its DDP ranks: left to the job, as argent check does
-    physical = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    problem = shortfall(training_memory(cfg.model, cfg.variant, cfg.train.batch_size, cfg.size), physical,
-                        f"{cfg.variant_name}-{cfg.size}")
+    problem = cpu_shortfall(cfg, f"{cfg.variant_name}-{cfg.size}")
     if problem:
         raise ArgentError(problem)
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import load_config
-from argent.plan.cost import RECORD, group_costs, record_from_runs, summary_line, table
+from argent.plan.cost import group_costs
+from argent.plan.cost_report import summary_line, table
 from argent.plan.data_paths import unseen_paths
 from argent.plan.groups import Plan, build_plan, left_out_lines
+from argent.plan.step_record import RECORD, record_from_runs
 
 
 def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:

@@ -13,7 +13,7 @@ otherwise the size is reported as unknown and left out of the total, never guess
 A step time measured at another batch size is scaled linearly and says so.
 
 For an unknown size of a GPU config (``train.device`` cuda) the plan also prints the FLOP-model
-estimate (argent/plan/flops.py): training FLOPs per step of each run ÷ (GPUs per run ×
+estimate (argent/models/flops.py): training FLOPs per step of each run ÷ (GPUs per run ×
 ``cost.estimate_mfu`` × ``cost.gpu_peak_tflops``), labelled "estimate, not measured" in a table of
 its own, on the group's line and as a total of its own, never added to the measured total, each time
 with the MFU it assumes and where that comes from (published until ``bench/gpu_check.py`` measures
@@ -23,7 +23,7 @@ of their step) and a CPU's sustained peak depends on its threads; measure it (``
 
 Here: the ``cost:`` section, each size's step time, the FLOP-model estimate, the cost of each group.
 The measured record (its reader and ``--record-from``'s writer) is argent/plan/step_record.py; the
-printed table and one-line total are argent/plan/cost_report.py.
+printed table and one-line total are argent/plan/cost_report.py, which reads this module (never the reverse).
 """
 
 from __future__ import annotations
@@ -33,12 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, check_range, deep_merge, from_dict, setting
-from argent.plan.cost_report import summary_line
-from argent.plan.cost_report import table as table  # re-exported: argent/plan/cli.py imports it from here
-from argent.plan.flops import step_flops, step_seconds
+from argent.models.flops import step_flops, step_seconds
 from argent.plan.groups import Plan, RunKey, run_experiment, trial_overrides, tuned_base
 from argent.plan.step_record import RECORD, StepRecord, live_record, nearby_record, read_record
-from argent.plan.step_record import record_from_runs as record_from_runs  # re-exported: argent/plan/cli.py
 
 # The MFU the estimate assumes until bench/gpu_check.py has measured this repository's step on a GPU
 # (then set cost.estimate_mfu): a published one. open_clip's ViT-B/16 on LAION-400M took 10,700
@@ -294,8 +291,4 @@ def train_job_seconds(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path("."
                 total += n * gc.steps[size] * seconds * max(gc.gpus if gc.gpus > 0 else gc.threads, 1)
                 runs += n
     return total / runs if runs else None
-
-
-def cost_line(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> str:
-    return summary_line(group_costs(cfg, plan, base_dir), plan)
 

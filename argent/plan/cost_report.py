@@ -5,11 +5,16 @@ they are, and the one-line total. A measured hour and an estimated one are never
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from argent.plan.cost import GroupCost
-    from argent.plan.groups import Plan
+from argent.plan.cost import GroupCost, group_costs
+from argent.plan.groups import Plan
+
+
+def cost_line(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> str:
+    """The one line the DAG build prints: the groups' cost (``summary_line`` of ``group_costs``)."""
+    return summary_line(group_costs(cfg, plan, base_dir), plan)
 
 
 def _span(values: dict[str, float], fmt: str) -> str:
@@ -69,7 +74,7 @@ def estimate_table(costs: list[GroupCost]) -> list[str]:
     first = next(est for c in costs for est in c.estimate.values())
     head = ("group", "size", "runs", "GPUs/run", "TFLOP/step", "s/step (estimate)", "hours (estimate)")
     return ["", f"Estimate, not measured, for the sizes without a step time (in no total above): the FLOP model's "
-                f"training FLOPs per step (argent/plan/flops.py; a range over the variants) ÷ (GPUs/run × "
+                f"training FLOPs per step (argent/models/flops.py; a range over the variants) ÷ (GPUs/run × "
                 f"cost.estimate_mfu {first.mfu:g} ({first.mfu_source}) × cost.gpu_peak_tflops "
                 f"{first.peak_tflops:g} TFLOP/s)",
             *_columns(head, rows)]

@@ -23,7 +23,7 @@ import yaml
 from argent.config import ConfigError, WorkflowConfig, setting
 from argent.io import file_sha256, write_text_if_changed
 from argent.models.pretrained.section import PretrainedEntry, available_entries
-from argent.plan.cost import cost_line
+from argent.plan.cost_report import cost_line
 from argent.plan.group_entries import runs_section
 from argent.plan.groups import (
     Plan,
@@ -36,6 +36,7 @@ from argent.plan.groups import (
     uses_negatives,
 )
 from argent.plan.inputs import content_mismatches, refuse_unusable
+from argent.plan.table_choice import choose_tables
 from argent.plan.targets import (
     BenchmarkChoice,
     IdentityMismatch,
@@ -51,9 +52,9 @@ from argent.plan.targets import (
 )
 from argent.runs import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
 from argent.runs.identity import stable_hash
-from argent.tables.claims_spec import check_claims
-from argent.tables.config import claims_table
-from argent.tables.outputs import TABLES, TableChoice, choose_tables
+from argent.tablespec.claims import check_claims
+from argent.tablespec.outputs import TABLES, TableChoice
+from argent.tablespec.section import claims_table, tables_section
 from argent.tuning.validation import validation_benchmarks
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
@@ -351,7 +352,7 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     stale.update(content_mismatches(plan, root, Path(setting(config, "results")), set(stale)))  # bytes read, changed
     notes += [m.line() for m in stale.values()]
     probe = probe_runs(config, plan)
-    tables = choose_tables(config, plan, claims, bool(probe)) if claims else TableChoice(TABLES)
+    tables = choose_tables(tables_section(config), plan, claims, bool(probe)) if claims else TableChoice(TABLES)
     notes += tables.lines()
     return Dag(config=config, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
                mining=mining_jobs(plan, root), probe=probe, tables=tables, notes=notes, stale=stale)

@@ -1,6 +1,6 @@
 """The claims table: each claim of the papers, our paired difference, its test and its verdict.
 
-One output row per claim × role × benchmark × size (claims and roles: argent/tables/claims_spec.py).
+One output row per claim × role × benchmark × size (claims and roles: argent/tablespec/claims.py).
 Each row with two paired seeds or more gets an estimate of Δ = A − B (argent/tables/inference.py:
 seeds × test items when both runs wrote item vectors, seeds only otherwise), one test, and a family:
 
@@ -30,14 +30,6 @@ import numpy as np
 import polars as pl
 
 from argent.plan.groups import Plan, RunKey
-from argent.tables.claims_spec import (
-    Claim,
-    ClaimMetric,
-    ClaimsSpec,
-    MetricSpec,
-    expected_sign,
-    kind_of_test,
-)
 from argent.tables.collect import values_by_seed
 from argent.tables.inference import (
     SATTERTHWAITE_BELOW,
@@ -56,6 +48,8 @@ from argent.tables.protocol_card import (
     measure_premise,
     premise_text,
 )
+from argent.tablespec.claims import Claim, ClaimMetric, ClaimsSpec, expected_sign, kind_of_test
+from argent.tablespec.declarations import MetricSpec
 
 PRIMARY, EXPLORATORY, OUT_OF_DOMAIN = "primary", "exploratory", "out of domain"
 # What the intervals are known to hold under beyond normal seeds (docs/statistics.md, "The size on the

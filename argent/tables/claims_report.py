@@ -13,8 +13,8 @@ from argent.tables.claims import (
     SAFEGUARD_CONFIDENCE,
     header_sentences,
 )
-from argent.tables.claims_spec import ClaimsSpec
 from argent.tables.paper import PARTIAL_MARK
+from argent.tablespec.claims import ClaimsSpec
 
 
 def _num(v: float | None, signed: bool = False, digits: int = 2) -> str:

@@ -161,11 +161,6 @@ def _run_cone_k(folder: RunFolder) -> float | None:
     return float(value) if _is_number(value) else None
 
 
-def qualify(name: str, group: str) -> str:
-    """``<group>/<variant>`` as written, or a bare variant name in ``group``."""
-    return name if "/" in name else f"{group}/{name}"
-
-
 def listed_runs(frame: pl.DataFrame, plan: Plan) -> pl.DataFrame:
     """``frame`` (with a ``group`` column) re-keyed by the runs the plan lists: ``variant`` becomes
     ``<group>/<variant>`` of the listing group, a borrowed run is repeated under each group that

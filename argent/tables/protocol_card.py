@@ -2,7 +2,7 @@
 
 A verdict is a statistical and a scientific claim (docs/statistics.md, "What a verdict needs"). Before
 a row says *reproduced* or *contradicted*, three things are checked, each declared in the claims file
-before the run (argent/tables/claims_declarations.py) and measured here on both arms over the row's
+before the run (argent/tablespec/declarations.py) and measured here on both arms over the row's
 paired seeds:
 
 - **The metric can rank** (the row's *protocol card*): for a rank metric whose score can tie (PEP's
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from argent.tables.claims_declarations import Degenerate, Premise
-from argent.tables.claims_spec import Claim, ClaimsSpec
 from argent.tables.collect import values_by_seed
 from argent.tables.metric_kinds import EDGES, FRACTION, metric_kind
+from argent.tablespec.claims import Claim, ClaimsSpec
+from argent.tablespec.declarations import Degenerate, Premise
 
 PREMISE_ABSENT, DEGENERATE, PROTOCOL_SENSITIVE = "premise absent", "metric degenerate", "protocol-sensitive"
 DIRECTIONAL = ("reproduced", "contradicted", "differs")

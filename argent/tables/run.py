@@ -4,7 +4,7 @@ Writes under ``<results>/tables``: main, ablations, claims, mechanism, probe (wh
 pretrained (the pretrained models' table, when some were evaluated: ``argent evaluate --pretrained``),
 each as ``.md``, ``.csv`` and ``.html`` (the page the Snakemake report shows), plus whatever the writers in
 ``EXTRA_WRITERS`` produce; figures under ``<results>/figures``. A table that would hold no run or no
-tested claim is left out with one printed line (``argent.tables.outputs.choose_tables``).
+tested claim is left out with one printed line (``argent.plan.table_choice.choose_tables``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import polars as pl
 
 from argent.io import atomic_output, atomic_write_text
 from argent.plan.groups import Plan, build_plan
+from argent.plan.table_choice import choose_tables
 from argent.runs import Results, RunFolder, hardware_classes, read_job_records, run_dir
 from argent.tables.claims import claims_rows, price_power
 from argent.tables.claims_report import claims_markdown
-from argent.tables.claims_spec import ClaimsSpec, load_claims, parse_roles
 from argent.tables.collect import (
     check_run_identities,
     collect,
@@ -30,22 +30,23 @@ from argent.tables.collect import (
     configured_variants,
     group_sizes,
     listed_runs,
-    qualify,
     skips_footnote,
 )
-from argent.tables.config import claims_table, tables_section
 from argent.tables.cost import run_cpu_seconds, write_cost_tables
 from argent.tables.domains import domain_check, training_domain
 from argent.tables.figures import copy_run_figures, training_curves
 from argent.tables.html import write_html
 from argent.tables.items import collect_items
 from argent.tables.mechanism import mechanism_markdown, mechanism_rows
-from argent.tables.outputs import choose_tables, table_paths
 from argent.tables.paper import TableInput, ablation_table, hardware_footnote, main_table
 from argent.tables.pretrained import TABLE as PRETRAINED_TABLE
 from argent.tables.pretrained import pretrained_table
 from argent.tables.probe import probe_table
 from argent.tables.readers import read_run_provenance
+from argent.tablespec.claims import ClaimsSpec, load_claims
+from argent.tablespec.declarations import parse_roles
+from argent.tablespec.outputs import table_paths
+from argent.tablespec.section import claims_table, qualified, tables_section
 from argent.tracking import log_tables_run
 
 
@@ -137,18 +138,18 @@ def run(opts: TablesOptions) -> list[Path]:
     section = tables_section(cfg)
     spec = {"main": asdict(section.main), "ablations": asdict(section.ablations)}  # the table writers read mappings
     main_group, abl_group = section.main.group, section.ablations.group
-    main_rows = [{"label": v, "variant": qualify(v, main_group)} for v in section.main.variants]
+    main_rows = [{"label": v, "variant": qualified(v, main_group)} for v in section.main.variants]
     # A row of a group the config switches off is left out, and the table says so.
     off = {name for name, _ in plan.left_out}
     dropped = [r["variant"] for r in main_rows if r["variant"].partition("/")[0] in off]
     main_spec = {**spec["main"], "rows": [r for r in main_rows if r["variant"] not in dropped],
                  "left_out": dropped}
     abl_spec = {**spec["ablations"], "groups": [
-        {**g, "rows": [{**r, "variant": qualify(r["variant"], abl_group)} for r in g["rows"]]}
+        {**g, "rows": [{**r, "variant": qualified(r["variant"], abl_group)} for r in g["rows"]]}
         for g in spec["ablations"]["groups"]]}
     claims = claims_spec(opts)
-    claims = replace(claims, claims=[replace(c, a=qualify(c.a, "main"), b=qualify(c.b, "main")) for c in claims.claims])
-    choice = choose_tables(cfg, plan, claims, probe=any(layout.probe.glob("*/*/seed*.json")))
+    claims = replace(claims, claims=[replace(c, a=qualified(c.a, "main"), b=qualified(c.b, "main")) for c in claims.claims])
+    choice = choose_tables(section, plan, claims, probe=any(layout.probe.glob("*/*/seed*.json")))
     for line in choice.lines():
         print(line)
     named = [r["variant"] for r in main_spec["rows"]] + [r["variant"] for g in abl_spec["groups"] for r in g["rows"]]

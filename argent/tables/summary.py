@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from argent.runs import JobRecordError, Results, read_job_records, results_tracking_uri
-from argent.tables.outputs import TABLES
+from argent.tablespec.outputs import TABLES
 
 PRIMARY = "primary"                                       # the claims table's confirmatory family
 DECIDED = ("reproduced", "contradicted", "equivalent")    # a primary row's verdicts that decide it

@@ -14,7 +14,7 @@ from argent.plan.dag import build_dag, file_digest, stable_hash
 from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant
 from argent.runs import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, job_record_path, probe_result, run_job_record
 from argent.runs import run_dir as layout_run_dir
-from argent.tables.outputs import table_paths
+from argent.tablespec.outputs import table_paths
 from snakemake.exceptions import WorkflowError
 
 # Relative paths in the config (variants, claims, data) are the working directory's, as `configfile:` is:

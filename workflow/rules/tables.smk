@@ -1,7 +1,7 @@
 # The paper's tables, the claims and mechanism tables, and the figures, from every evaluation JSON
 # and run folder (argent/tables/). Each table is written as .md (its source), .csv and .html; the
 # report shows the .html pages. Which tables a config writes is the DAG's answer
-# (argent/tables/outputs.py): a table that would hold no run or no tested claim is left out, one line each.
+# (argent/plan/table_choice.py): a table that would hold no run or no tested claim is left out, one line each.
 
 # What the report's landing page says beside the rule graph.
 report: "../report/workflow.rst"

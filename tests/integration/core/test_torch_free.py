@@ -21,7 +21,7 @@ TORCH_FREE = (
     "argent.models.pretrained.section",
     "argent.plan.cli", "argent.plan.cost", "argent.plan.dag", "argent.plan.preflight",
     "argent.evaluation.benchmarks", "argent.evaluation.config",
-    "argent.tables.claims_spec", "argent.tables.cost",
+    "argent.tablespec.claims", "argent.tablespec.outputs", "argent.tablespec.section", "argent.tables.cost",
     "argent.cleaning.config", "argent.negatives.config", "argent.probe.config", "argent.tuning.config",
 )
 PROBE = """

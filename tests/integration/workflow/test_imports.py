@@ -1,7 +1,7 @@
 """The Snakefile imports argent while it parses, once per run and once more inside every cluster job:
 what it imports must not pull in torch (~5-8 s a parse on 2 cores, paid 28 times by the smoke DAG on
 Slurm). Checked in a fresh interpreter, on the import lines of workflow/rules/*.smk themselves; the plan's
-cost model (argent.plan.flops, argent.plan.cost) stays torch-free the same way."""
+cost model (argent.models.flops, argent.plan.cost) stays torch-free the same way."""
 
 from __future__ import annotations
 
@@ -31,6 +31,6 @@ def test_the_snakefile_parses_without_heavy_imports():
 
 
 def test_the_plan_stays_torch_free():
-    probe = "import sys, argent.plan.flops, argent.plan.cost; print('torch' in sys.modules)"
+    probe = "import sys, argent.models.flops, argent.plan.cost; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

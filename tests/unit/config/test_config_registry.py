@@ -30,7 +30,7 @@ from argent.config import (
 )
 from argent.plan.groups import build_plan, group_config, parse_groups
 from argent.runs import PINNED_FILE, load_pinned, missing_pins, pin_new
-from argent.tables.config import tables_section
+from argent.tablespec.section import tables_section
 from tests.fixtures import ROOT
 
 SCHEMA_FILE = ROOT / "workflow" / "schemas" / "config.schema.yaml"

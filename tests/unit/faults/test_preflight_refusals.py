@@ -36,7 +36,7 @@ def test_a_device_the_machine_lacks_names_its_key(tmp_path, argent, extra, key):
 ])
 def test_a_model_that_cannot_fit_the_memory_is_refused_with_the_shortfall(tmp_path, argent, monkeypatch, model, most):
     """Each passed the check, then failed as an out-of-memory RuntimeError inside the train job."""
-    monkeypatch.setattr("argent.check._physical_memory", lambda: 16.0 * GIB)
+    monkeypatch.setattr("argent.models.memory.physical_memory", lambda: 16.0 * GIB)
     tiny = {"vision_width": 32, "vision_layers": 1, "vision_heads": 2, "text_width": 32, "text_layers": 1,
             "text_heads": 2, "embed_dim": 32}
     code, err = argent("check", "--config", config_with(tmp_path, {}, model={"tiny": {**tiny, **model}}))

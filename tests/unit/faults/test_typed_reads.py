@@ -14,7 +14,7 @@ import yaml
 
 from argent.config import ConfigError, load_config
 from argent.plan.dag import build_dag
-from argent.tables.claims_spec import load_claims
+from argent.tablespec.claims import load_claims
 from tests.fixtures import ROOT, tiny_exp
 
 MARGINS = {"tie": {"delta": 0.05, "why": "test"}, "zeroshot": {"delta": 1.0, "why": "test"}}
@@ -68,7 +68,7 @@ def test_a_broken_claims_file_stops_the_dag_build_and_argent_check(tmp_path, arg
     code, err = argent("check", "--config", config)
     assert code == 2 and "claims[0].primary: expected text" in err and "Traceback" not in err
     # a missing file too, and the role map's values
-    from argent.tables.claims_spec import check_claims
+    from argent.tablespec.claims import check_claims
 
     with pytest.raises(ConfigError, match=r"tables.claims.file: .*absent.yaml: claims file not found"):
         check_claims({"tables": {"claims": {"file": "absent.yaml"}}}, tmp_path)

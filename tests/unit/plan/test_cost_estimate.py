@@ -1,11 +1,12 @@
 """argent/plan/cost.py before anything is measured: a GPU size without a step time shows the FLOP-model
-estimate (argent/plan/flops.py) labelled as one, apart from the measured total, which stays what it was."""
+estimate (argent/models/flops.py) labelled as one, apart from the measured total, which stays what it was."""
 
 import pytest
 
 from argent.cli import main as argent_main
 from argent.config import ConfigError
-from argent.plan.cost import PUBLISHED_MFU, PUBLISHED_MFU_SOURCE, cost_section, group_costs, summary_line, table
+from argent.plan.cost import PUBLISHED_MFU, PUBLISHED_MFU_SOURCE, cost_section, group_costs
+from argent.plan.cost_report import summary_line, table
 from argent.plan.groups import build_plan
 from tests.fixtures import ROOT
 

@@ -7,7 +7,8 @@ import yaml
 
 from argent.cli import main as argent_main
 from argent.config import ConfigError, deep_merge
-from argent.plan.cost import group_costs, summary_line
+from argent.plan.cost import group_costs
+from argent.plan.cost_report import summary_line
 from argent.plan.groups import RunKey, build_plan, parse_groups
 from tests.fixtures import ROOT
 

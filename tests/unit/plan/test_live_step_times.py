@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from argent.config import deep_merge
-from argent.plan.cost import group_costs, summary_line
+from argent.plan.cost import group_costs
+from argent.plan.cost_report import summary_line
 from argent.plan.groups import build_plan
 from tests.fixtures import ROOT
 

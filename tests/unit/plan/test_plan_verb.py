@@ -11,8 +11,9 @@ import pytest
 
 from argent.cli import main as argent_main
 from argent.config import ConfigError
-from argent.plan.cost import RECORD, group_costs
+from argent.plan.cost import group_costs
 from argent.plan.groups import build_plan
+from argent.plan.step_record import RECORD
 from tests.fixtures import ROOT
 
 

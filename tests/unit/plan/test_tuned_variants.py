@@ -16,7 +16,7 @@ from argent.plan.cost import group_costs
 from argent.plan.dag import build_dag
 from argent.plan.groups import RunKey, base_variant, build_plan, run_experiment, tuned_base, tuned_study
 from argent.plan.targets import planned_hash
-from argent.tables.claims_spec import Claim, ClaimsSpec
+from argent.tablespec.claims import Claim, ClaimsSpec
 from tests.fixtures import ROOT
 
 TWO = {"base_variants": ["argent", "meru_adaent"]}

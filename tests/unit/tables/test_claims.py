@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from argent.cli import main as argent_main
-from argent.tables.claims_spec import NO_PRIMARY, expected_sign, load_claims, parse_roles
 from argent.tables.run import TablesOptions, run
 from argent.tables.stats import mean_ci
+from argent.tablespec.claims import NO_PRIMARY, expected_sign, load_claims
+from argent.tablespec.declarations import parse_roles
 from tests.fixtures import MARGINS, ROOT, claims_config, write_eval_results
 
 CLAIMS = {"margins": MARGINS, "claims": [

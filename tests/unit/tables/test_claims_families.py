@@ -221,8 +221,8 @@ def test_pretrained_models_are_rows_of_the_main_table_and_in_no_claim(table, tmp
 
 def test_a_labelled_row_keeps_its_p_in_holm_and_its_tests_verdict():
     from argent.tables.claims import decide
-    from argent.tables.claims_spec import ClaimsSpec
     from argent.tables.protocol_card import apply_labels
+    from argent.tablespec.claims import ClaimsSpec
 
     def row(absent):
         return {"id": "c", "size": "tiny", "role": "pep_auc", "benchmark": "hs_pep", "family": "primary", "p": 1e-6,

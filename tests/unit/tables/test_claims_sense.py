@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from argent.config import ConfigError
-from argent.tables.claims_spec import load_claims
+from argent.tablespec.claims import load_claims
 
 CLAIM = {"id": "c1", "source": "T", "a": "argent", "b": "meru", "primary": "tie", "metrics": {"tie": {"expect": "better"}}}
 AMENDMENT = {"change": "c", "why": "w", "decided_after": "no run"}

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from argent.config import ConfigError
-from argent.tables.claims_spec import load_claims
 from argent.tables.protocol_card import best_value, tie_share_key
 from argent.tables.run import TablesOptions, run
+from argent.tablespec.claims import load_claims
 from tests.fixtures import MARGINS, claims_config
 
 SEEDS = range(4)

@@ -1,6 +1,8 @@
 """The FLOP model of a training step (docs/scaling.md §4, "Step cost"): one home for the count that
 the plan's estimate (``argent plan``, argent/plan/cost.py) and the GPU check's MFU
-(bench/gpu_check.py) both use. Pure and torch-free (argent/plan is imported at DAG build).
+(bench/gpu_check.py) both use, and the memory bound beside it (argent/models/memory.py) shares its token
+counts. A fact of the model and the variant, below the plan and the engine that read it; pure and torch-free
+(the plan imports it at DAG build).
 
 What is counted, per transformer layer and one sequence of ``tokens`` tokens of width ``d``, forward:
 ``2·tokens·(4 + 2·mlp_ratio)·d²`` (QKV 3d², output projection d², MLP 2·mlp_ratio·d²; at the

@@ -1,4 +1,4 @@
-"""Which tables a config writes (argent/tables/outputs.py), and the tables job leaving out, with one
+"""Which tables a config writes (argent/plan/table_choice.py), and the tables job leaving out, with one
 printed line each, a table that would hold no run or no tested claim; every table it writes has its
 HTML page (argent/tables/html.py)."""
 
@@ -11,10 +11,12 @@ import yaml
 from argent.cli import main as argent_main
 from argent.config import load_config
 from argent.plan.groups import build_plan
-from argent.tables.claims_spec import load_claims
+from argent.plan.table_choice import choose_tables
 from argent.tables.html import markdown_html, write_html
-from argent.tables.outputs import TABLES, choose_tables, table_paths
 from argent.tables.run import TablesOptions, run
+from argent.tablespec.claims import load_claims
+from argent.tablespec.outputs import TABLES, table_paths
+from argent.tablespec.section import tables_section
 from tests.fixtures import MARGINS, ROOT, claims_config, write_eval_results
 
 CLAIMS = {"margins": MARGINS, "claims": [
@@ -41,7 +43,7 @@ def _one_seed_main_only(cfg: dict) -> dict:
 
 
 def _choice(cfg: dict, claims_file, probe: bool = False):
-    return choose_tables(cfg, build_plan(cfg, ROOT), load_claims(claims_file), probe)
+    return choose_tables(tables_section(cfg), build_plan(cfg, ROOT), load_claims(claims_file), probe)
 
 
 def test_three_seeds_and_every_group_write_every_table(claims_file):
@@ -72,7 +74,7 @@ def test_claims_whose_runs_no_group_trains_and_the_n1_table_on_request(claims_fi
 
 def test_the_quick_config_writes_main_mechanism_and_cost():
     cfg = load_config(ROOT / "config" / "quick.yaml", base_dir=ROOT).raw
-    choice = choose_tables(cfg, build_plan(cfg, ROOT), load_claims(ROOT / "config" / "claims.yaml"), probe=False)
+    choice = choose_tables(tables_section(cfg), build_plan(cfg, ROOT), load_claims(ROOT / "config" / "claims.yaml"), probe=False)
     assert choice.written == ("main", "mechanism", "cost") and set(choice.left_out) == {"claims", "ablations", "probe"}
 
 

@@ -1,5 +1,6 @@
 """The ``tables:`` section of the workflow config, typed: the main table's rows and columns, the
-ablation table's row groups and columns, and the claims table's file and metric roles.
+ablation table's row groups and columns, and the claims table's file and metric roles; and how a row
+names its run (``qualified``: ``<group>/<variant>``, a bare variant name in the table's group).
 
 Torch- and polars-free: the DAG build types it (a typo is found before any job runs) and
 ``argent tables`` reads it. An unknown key names its full path and the allowed keys.
@@ -14,8 +15,15 @@ from typing import Any
 
 from argent.config import ConfigError, check_range, from_dict, section_of
 
-__all__ = ["AblationsTable", "ClaimsTable", "Column", "MainTable", "MetricRef", "Row", "RowGroup",
-           "TablesSection", "claims_table", "tables_section"]
+__all__ = ["DEFAULT_GROUP", "AblationsTable", "ClaimsTable", "Column", "MainTable", "MetricRef", "Row", "RowGroup",
+           "TablesSection", "claims_table", "qualified", "tables_section"]
+
+DEFAULT_GROUP = "main"  # a bare variant name in a claim's a/b means this group
+
+
+def qualified(name: str, group: str) -> str:
+    """``<group>/<variant>`` as written, or a bare variant name in ``group``."""
+    return name if "/" in name else f"{group}/{name}"
 
 
 def _required(obj: Any, *keys: str) -> None:
@@ -118,7 +126,7 @@ class ClaimsTable:
         return path if path.is_absolute() else Path(base_dir) / path
 
     def roles(self) -> dict[str, list[dict[str, Any]]]:
-        """``metrics`` as mappings (``argent.tables.claims_spec.parse_roles`` reads them)."""
+        """``metrics`` as mappings (``argent.tablespec.declarations.parse_roles`` reads them)."""
         return {role: [dataclasses.asdict(m) for m in refs] for role, refs in self.metrics.items()}
 
 

@@ -1,7 +1,8 @@
 """A lower bound on the memory one training run needs, so that ``argent check`` refuses a model that
 cannot fit the machine before any job runs (``model.tiny.embed_dim: 2^31`` passed the check, then
-failed as an out-of-memory RuntimeError inside the train job). Pure and torch-free, like the FLOP
-model beside it (argent/plan/flops.py), whose token counts and items per sample it shares.
+failed as an out-of-memory RuntimeError inside the train job), and ``argent train`` by hand refuses it
+too (argent/engine/cli.py). A fact of the model, below both readers; pure and torch-free, like the FLOP
+model beside it (argent/models/flops.py), whose token counts and items per sample it shares.
 
 What is counted, in fp32 (4 bytes), each part named by the config keys that size it:
 
@@ -20,10 +21,11 @@ the Python process itself.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-from argent.config import ModelConfig, VariantConfig
-from argent.plan.flops import image_tokens, items_per_sample
+from argent.config import ExperimentConfig, ModelConfig, VariantConfig
+from argent.models.flops import image_tokens, items_per_sample
 
 FLOAT = 4  # bytes of an fp32 value
 STATE_COPIES = 4  # weight, gradient, AdamW's exp_avg and exp_avg_sq
@@ -80,3 +82,17 @@ def shortfall(parts: list[Part], available: float, run: str) -> str | None:
     return (f"run {run}: training needs at least {need / GIB:,.1f} GiB, this machine has {available / GIB:,.1f} GiB "
             f"({(need - available) / GIB:,.1f} GiB short); most of it is {top.what} ({top.bytes / GIB:,.1f} GiB: "
             f"{top.keys}): lower it, or train where the memory is")
+
+
+def physical_memory() -> float:
+    """This machine's physical memory in bytes (what a CPU training job can use at most)."""
+    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def cpu_shortfall(exp: ExperimentConfig, run: str) -> str | None:
+    """The refusal of a CPU run whose lower bound exceeds this machine's memory (``argent check`` and ``argent
+    train`` by hand make the same one); None when it fits. GPU runs are left to the job: their memory is the
+    device's, split over its DDP ranks."""
+    if exp.train.device != "cpu":
+        return None
+    return shortfall(training_memory(exp.model, exp.variant, exp.train.batch_size, exp.size), physical_memory(), run)

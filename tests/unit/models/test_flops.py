@@ -1,9 +1,9 @@
-"""argent/plan/flops.py: the FLOP model of a training step reproduces docs/scaling.md §4 "Step cost"."""
+"""argent/models/flops.py: the FLOP model of a training step reproduces docs/scaling.md §4 "Step cost"."""
 
 import pytest
 
 from argent.config import load_variants, model_from, variant_from
-from argent.plan.flops import image_tokens, items_per_sample, layer_forward_flops, step_flops, step_seconds
+from argent.models.flops import image_tokens, items_per_sample, layer_forward_flops, step_flops, step_seconds
 from tests.fixtures import ROOT
 
 CATALOGUE = load_variants(ROOT / "config" / "variants.yaml")

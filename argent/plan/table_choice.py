@@ -6,39 +6,15 @@ printed line, rather than written empty: the ablation table when none of its row
 paired seeds or more (a single seed gives no interval and no test; ``tables.claims.min_paired_seeds``).
 ``main`` and ``mechanism`` are always written (the mechanism table lists the active groups' variants
 only). The DAG build (``argent.plan.dag.Dag.tables``: the rule's outputs) and ``argent tables`` (what
-it writes) ask this one question, so the two always agree. Torch- and polars-free: the Snakefile
-imports it while it parses.
+it writes) ask this one question, so the two always agree. Torch- and polars-free.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
 from argent.plan.groups import Plan
-from argent.tables.claims_spec import DEFAULT_GROUP, ClaimsSpec
-from argent.tables.config import claims_table, tables_section
-
-# Every table the job can write, in the order the report lists them (the claims first).
-TABLES = ("claims", "main", "ablations", "mechanism", "probe", "cost")
-
-
-@dataclass(frozen=True)
-class TableChoice:
-    """``written``: the tables the job writes (``.md``, ``.csv``, ``.html`` each), in ``TABLES`` order;
-    ``left_out``: {table: why}, each printed as one line."""
-
-    written: tuple[str, ...]
-    left_out: dict[str, str] = field(default_factory=dict)
-
-    def lines(self) -> list[str]:
-        return [f"argent tables: no {name} table: {why}" for name, why in self.left_out.items()]
-
-
-def qualified(name: str, group: str) -> str:
-    """``<group>/<variant>`` as written, or a bare variant name in ``group``."""
-    return name if "/" in name else f"{group}/{name}"
+from argent.tablespec.claims import ClaimsSpec
+from argent.tablespec.outputs import TABLES, TableChoice
+from argent.tablespec.section import DEFAULT_GROUP, TablesSection, qualified
 
 
 def trained_seeds(plan: Plan, name: str) -> set[int]:
@@ -52,18 +28,18 @@ def _switched_off(plan: Plan, groups: set[str]) -> str:
     return "; ".join(f"{g}: {reasons.get(g, 'not a group of this config')}" for g in sorted(groups))
 
 
-def ablations_left_out(cfg: dict[str, Any], plan: Plan) -> str:
+def ablations_left_out(section: TablesSection, plan: Plan) -> str:
     """Why the ablation table would hold no run ("" when one of its rows' groups is active)."""
-    section = tables_section(cfg).ablations
-    groups = {qualified(r.variant, section.group).partition("/")[0] for g in section.groups for r in g.rows}
+    table = section.ablations
+    groups = {qualified(r.variant, table.group).partition("/")[0] for g in table.groups for r in g.rows}
     if groups & set(plan.configs):
         return ""
     return f"none of its rows' groups runs ({_switched_off(plan, groups)})"
 
 
-def claims_left_out(cfg: dict[str, Any], claims: ClaimsSpec, plan: Plan) -> str:
+def claims_left_out(section: TablesSection, claims: ClaimsSpec, plan: Plan) -> str:
     """Why no claim could be tested ("" when a claim's two runs share ``tables.claims.min_paired_seeds`` seeds)."""
-    least = claims_table(cfg).min_paired_seeds
+    least = section.claims.min_paired_seeds
     paired = [trained_seeds(plan, qualified(c.a, DEFAULT_GROUP)) & trained_seeds(plan, qualified(c.b, DEFAULT_GROUP))
               for c in claims.claims]
     if any(len(seeds) >= least for seeds in paired):
@@ -75,15 +51,11 @@ def claims_left_out(cfg: dict[str, Any], claims: ClaimsSpec, plan: Plan) -> str:
             f"more (runs.seeds; config/config.yaml trains 3; tables.claims.min_paired_seeds)")
 
 
-def choose_tables(cfg: dict[str, Any], plan: Plan, claims: ClaimsSpec, probe: bool) -> TableChoice:
-    """The tables of this config; ``probe``: probe results exist (``argent tables``) or will (the DAG).
-    The cost table is always chosen: its writer names the one case it cannot be written (no job records)."""
-    left_out = {"claims": claims_left_out(cfg, claims, plan), "ablations": ablations_left_out(cfg, plan),
+def choose_tables(section: TablesSection, plan: Plan, claims: ClaimsSpec, probe: bool) -> TableChoice:
+    """The tables of this config (its typed ``tables:`` section); ``probe``: probe results exist (``argent
+    tables``) or will (the DAG). The cost table is always chosen: its writer names the one case it cannot be
+    written (no job records)."""
+    left_out = {"claims": claims_left_out(section, claims, plan), "ablations": ablations_left_out(section, plan),
                 "probe": "" if probe else "the probe did not run (probe.enabled is false, or no probe result)"}
     left_out = {name: why for name, why in left_out.items() if why}
     return TableChoice(tuple(t for t in TABLES if t not in left_out), left_out)
-
-
-def table_paths(folder: Path, name: str) -> dict[str, Path]:
-    """{suffix: path} of one table's files: ``md`` (its source), ``csv``, ``html`` (the report's page)."""
-    return {suffix: folder / f"{name}.{suffix}" for suffix in ("md", "csv", "html")}
