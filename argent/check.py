@@ -32,13 +32,14 @@ from argent.config import (
     load_config,
     setting,
 )
+from argent.config.groups import TUNED_SUFFIX, base_variant
 from argent.data.formats.hierarcaps import read_hierarcaps_records
 from argent.data.manifest import manifest_check, mismatch_message
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards
 from argent.io import ArgentError, atomic_write_json
 from argent.models.memory import cpu_shortfall
-from argent.plan.groups import TUNED_SUFFIX, Plan, base_variant, build_plan
+from argent.plan.groups import Plan, build_plan
 from argent.plan.inputs import declared_hash_refusals, results_problem
 from argent.plan.preflight import Finding, benchmark_findings, is_produced, missing_required, produced_prefixes
 from argent.tablespec.claims import ClaimsSpec, check_claims

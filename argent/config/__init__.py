@@ -15,7 +15,11 @@ Modules, bottom up (each imports only those before it, and from argent.runs only
 - ``experiment``: the run-level sections (model, optim, train, data, tracking) and ``ExperimentConfig``,
   ``IDENTITY_VERSION``;
 - ``derived_paths``: the paths derived from ``results:`` and ``hiershapes.out``, filled in once;
-- ``workflow``: ``load_config``, the one door to the workflow config, and ``WorkflowConfig``.
+- ``workflow``: ``load_config``, the one door to the workflow config, and ``WorkflowConfig``;
+- ``group_entries``: the ``runs:`` and ``groups:`` sections as written, typed;
+- ``groups``: the experiment groups resolved, the config each group's jobs read and the identity of each of its
+  runs (read by the plan and by ``argent evaluate``; import its names from it: ``run_identity`` there is a
+  group's run, ``argent.runs.run_identity`` the identity's values).
 
 Torch-free: the Snakefile and the DAG build read all of it while they parse. Names are imported on
 first use (``argent.lazy``); inside the package a module imports its siblings by their own path.

@@ -35,6 +35,8 @@ from argent.config import threads
 if TYPE_CHECKING:
     import torch
 
+    from argent.config.groups import RunKey
+
 __all__ = ["main"]
 
 
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         model, head_base, out_dir = _load(args)
         if args.run:  # the JSON is filed under the folder's name: the run must be the one the folder names
             check_attribution(args.run, head_base, workflow.raw,
-                              Path.cwd() if args.base_dir is None else args.base_dir)
+                              Path.cwd() if args.base_dir is None else args.base_dir, args.config)
     except (ConfigError, FileNotFoundError, PretrainedError, ValueError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
@@ -165,14 +167,13 @@ def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]
     return model, head, out_dir
 
 
-def check_attribution(run: Path, head: dict, raw: dict, base_dir: Path) -> None:
+def check_attribution(run: Path, head: dict, raw: dict, base_dir: Path, config: Path) -> None:
     """Refuse to evaluate a run folder of the results layout (``<results>/runs/<group>/<variant>-<size>/
     seed<k>``) that holds another run than the folder names: a run that records another variant, size
-    or seed, or, when the folder is the one the config's plan trains that key into, one whose identity
-    hash (the checkpoint's, ``head['config_hash']``) is not the plan's (``argent train --name`` can
-    give a folder's name to any variant). A folder outside the layout is evaluated as it is."""
-    from argent.plan.groups import RunKey, build_plan
-    from argent.plan.targets import IdentityError, check_stamp
+    or seed, or, when the folder is where the workflow trains that key, one whose identity hash (the
+    checkpoint's, ``head['config_hash']``) is not the planned one (``argent train --name`` can give a
+    folder's name to any variant; ``planned_identity_of``). A folder outside the layout is evaluated as it is."""
+    from argent.config.groups import IdentityError, RunKey, refuse_other_identity
     from argent.runs import RUNS_DIR, RunFolder, run_dir, run_parts
 
     root = Path(run).resolve()
@@ -193,11 +194,32 @@ def check_attribution(run: Path, head: dict, raw: dict, base_dir: Path) -> None:
         return
     if root != run_dir(Path(results), group, variant, size, seed).resolve():
         return  # a run of another results folder than the config's: the config says nothing of it
-    plan = build_plan(raw, Path(base_dir))
     key = RunKey(group, variant, size, seed)
-    if plan.home.get(key) == key:
-        check_stamp(RunFolder(Path(run)).checkpoint, head.get("config_hash"), plan, key, Path(base_dir),
-                    Path(results), {})
+    expected = planned_identity_of(key, raw, Path(base_dir), Path(results), config)
+    refuse_other_identity(RunFolder(Path(run)).checkpoint, head.get("config_hash"), key, expected, Path(results))
+
+
+def planned_identity_of(key: RunKey, raw: dict, base_dir: Path, results: Path, config: Path) -> str | None:
+    """The identity hash the workflow stamps ``key``'s run with, None when it trains none there. The workflow's
+    own answer when this is its call (``config`` is the effective config its DAG build wrote, and the planned
+    runs it wrote beside it, ``Results.planned_runs``, list the run); by hand, the config's own groups
+    (``argent.config.groups.planned_identity``: the group's config, a tuned variant's best.yaml), the plan not
+    built. A run the plan borrows from another group is listed under that group only."""
+    from argent.config.groups import group_config, groups_section, planned_identity, read_planned_runs
+    from argent.runs import Results
+
+    layout = Results(results)
+    if layout.planned_runs.is_file() and Path(config).resolve() == layout.effective_config.resolve():
+        planned = read_planned_runs(layout.planned_runs)
+        if str(key) not in planned:
+            return None  # the plan trains it in another group's folder (borrowed), or not at all
+        if planned[str(key)] is not None:
+            return planned[str(key)]
+        # a tuned run planned before its study wrote best.yaml: from the config, as by hand
+    group = groups_section(raw).get(key.group)
+    if group is None or not group.enabled or key not in group.run_keys():
+        return None
+    return planned_identity(group_config(raw, group), key, base_dir, results)
 
 
 def _alnum(text: str) -> str:

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, check_range, deep_merge, from_dict, setting
+from argent.config.groups import RunKey, run_experiment, tuned_base
 from argent.models.flops import step_flops, step_seconds
-from argent.plan.groups import Plan, RunKey, run_experiment, trial_overrides, tuned_base
+from argent.plan.groups import Plan, trial_overrides
 from argent.plan.step_record import RECORD, StepRecord, live_record, nearby_record, read_record
 
 # The MFU the estimate assumes until bench/gpu_check.py has measured this repository's step on a GPU

@@ -21,20 +21,20 @@ from typing import Any
 import yaml
 
 from argent.config import ConfigError, WorkflowConfig, setting
-from argent.io import file_sha256, write_text_if_changed
-from argent.models.pretrained.section import PretrainedEntry, available_entries
-from argent.plan.cost_report import cost_line
-from argent.plan.group_entries import runs_section
-from argent.plan.groups import (
-    Plan,
+from argent.config.group_entries import runs_section
+from argent.config.groups import (
     RunKey,
-    build_plan,
-    left_out_lines,
+    planned_runs_text,
     run_identity,
     tune_studies,
     tuned_base,
-    uses_negatives,
+    tuned_study,
+    tuned_variant_file,
 )
+from argent.io import file_sha256, write_text_if_changed
+from argent.models.pretrained.section import PretrainedEntry, available_entries
+from argent.plan.cost_report import cost_line
+from argent.plan.groups import Plan, build_plan, left_out_lines, uses_negatives
 from argent.plan.inputs import content_mismatches, refuse_unusable
 from argent.plan.table_choice import choose_tables
 from argent.plan.targets import (
@@ -44,11 +44,11 @@ from argent.plan.targets import (
     choose_benchmarks,
     identity_mismatches,
     mining_jobs,
+    planned_hash,
     probe_runs,
     refuse_carried_stamps,
     study_base,
     study_lines,
-    tuned_variant_file,
 )
 from argent.runs import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
 from argent.runs.identity import stable_hash
@@ -119,13 +119,29 @@ class Dag:
 
     def files(self) -> dict[str, str]:
         """{path: text} of the config files the verbs read: the effective config, each group's, the
-        generator's parameters. Written when their text changes (common.smk)."""
+        generator's parameters, the planned identity of each run (``planned_hashes``). Written when their text
+        changes (common.smk)."""
         variants_file = str(self.root / self.setting("variants_file"))
         out = {self.effective_config: yaml.safe_dump({**self.config, "variants_file": variants_file}, sort_keys=True)}
         for name, gcfg in self.plan.configs.items():
             out[self.group_config(name)] = yaml.safe_dump({**gcfg, "variants_file": variants_file}, sort_keys=True)
         out[self.r("params", "hiershapes.yaml")] = yaml.safe_dump(self.setting("hiershapes", "params"),
                                                                   sort_keys=True)
+        out[str(self.results.planned_runs)] = planned_runs_text(self.planned_hashes())
+        return out
+
+    def planned_hashes(self) -> dict[RunKey, str | None]:
+        """The identity hash each run trained at home is stamped with (``planned_hash``; None for a tuned run
+        whose study has not written its best.yaml, or wrote a malformed one): the file ``argent evaluate`` of the
+        workflow reads instead of building the plan (``Results.planned_runs``)."""
+        results, out = Path(self.setting("results")), {}
+        for key in self.plan.trained:
+            try:
+                out[key] = planned_hash(self.plan, key, self.root, results)
+            except ConfigError:
+                if tuned_study(self.plan.configs[key.group], key.variant) is None:
+                    raise
+                out[key] = None  # a malformed best.yaml: the train job reads it and names it
         return out
 
     # ---- training -------------------------------------------------------------------------------
@@ -175,7 +191,7 @@ class Dag:
 
     def run_resource(self, group: str, key: str) -> Any:
         """``runs.<key>`` of the group's config (its overrides over the base), else its one default
-        (``argent.plan.group_entries.RunResources``)."""
+        (``argent.config.group_entries.RunResources``)."""
         return setting(self.plan.configs[group], "runs", key)
 
     def launcher(self, group: str) -> list[str]:

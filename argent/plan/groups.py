@@ -1,10 +1,10 @@
-"""Experiment groups: the workflow config's ``groups:`` section, resolved into the runs to train.
+"""The plan: the workflow config's experiment groups resolved into the runs to train.
 
 A group is one experiment of the protocol (docs/scaling.md): its variants, sizes, seeds and the
-training overrides that define its budget (merged over the base config). ``GroupEntry`` types one
-entry as written (``runs:``, typed by ``RunsSection``, gives the sizes and seeds a group names
-none of; both in argent/plan/group_entries.py); ``Group`` is the entry resolved (``groups_section``). A run's folder includes its group:
-``<results>/runs/<group>/<variant>-<size>/seed<k>``.
+training overrides that define its budget (merged over the base config). The groups themselves, typed and
+resolved, and the config and identity of each run are argent/config/groups.py (``Group``, ``RunKey``,
+``group_config``, ``run_identity``); here: which of them run, and which run trains where. A run's folder
+includes its group: ``<results>/runs/<group>/<variant>-<size>/seed<k>``.
 
 A group may borrow from another (``from: main``): a run it lists whose resolved training config
 hashes the same as the other group's run of that variant/size/seed is not trained twice; its
@@ -22,146 +22,27 @@ from typing import Any
 from argent.config import (
     ConfigError,
     ExperimentConfig,
-    WorkflowConfig,
-    check_name,
     check_seed,
     deep_merge,
     experiment_from_dict,
-    from_dict,
     load_variants,
     parse_override,
     setting,
     variant_layers,
 )
-from argent.plan.group_entries import GroupEntry, runs_section
-
-TUNED_SUFFIX = "-tuned"  # <base>-tuned: the best trial of the study that tunes <base>, retrained (base + best.yaml)
-TUNED_VARIANT = "argent" + TUNED_SUFFIX  # the default's first tuned variant (its study: tune.study)
-
-
-@dataclass(frozen=True)
-class RunKey:
-    group: str
-    variant: str
-    size: str
-    seed: int
-
-    @property
-    def qualified(self) -> str:
-        """``<group>/<variant>``: how tables and claims name a group's variant."""
-        return f"{self.group}/{self.variant}"
-
-    def __str__(self) -> str:
-        return f"{self.group}/{self.variant}-{self.size}/seed{self.seed}"
-
-
-@dataclass
-class Group:
-    """A group resolved: its sizes and seeds (``runs:``'s where it names none), its overrides as written."""
-
-    name: str
-    variants: list[str]
-    sizes: list[str]
-    seeds: list[int]
-    overrides: dict[str, Any] = field(default_factory=dict)
-    borrow_from: str = ""
-    optional: bool = False
-    enabled: bool = True
-
-    def run_keys(self) -> list[RunKey]:
-        return [RunKey(self.name, v, s, k) for v in self.variants for s in self.sizes for k in self.seeds]
-
-
-def groups_section(cfg: dict[str, Any], base_dir: Path | None = None) -> dict[str, Group]:
-    """Every group of ``cfg['groups']`` (disabled ones included), typed key by key, with ``runs:``'s
-    sizes and seeds where a group names none; ``from`` chains end at a group that exists."""
-    raw = cfg.get("groups")
-    if not isinstance(raw, dict) or not raw:
-        raise ConfigError("groups: missing or empty; name at least one experiment group (docs/scaling.md)")
-    runs = runs_section(cfg)
-    out: dict[str, Group] = {}
-    for name, entry in raw.items():
-        where = f"groups.{name}"
-        check_name(name, "groups")
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {entry!r}")
-        typed = from_dict(GroupEntry, entry, where)
-        out[name] = Group(name=name, variants=list(typed.variants),
-                          sizes=list(typed.sizes if typed.sizes is not None else runs.sizes),
-                          seeds=list(typed.seeds if typed.seeds is not None else runs.seeds),
-                          overrides=typed.overrides.written(), borrow_from=typed.borrow_from,
-                          optional=typed.optional, enabled=typed.enabled)
-    for group in out.values():  # `from` chains end (no cycle), at groups that exist
-        seen, name = [group.name], group.borrow_from
-        while name:
-            if name not in out:
-                raise ConfigError(f"groups.{seen[-1]}.from: {name!r} is not a group; known: {sorted(out)}")
-            if name in seen:
-                raise ConfigError(f"groups.{group.name}.from: a cycle {' -> '.join(seen + [name])}")
-            seen.append(name)
-            name = out[name].borrow_from
-    return out
-
-
-def parse_groups(cfg: dict[str, Any]) -> dict[str, Group]:
-    """Every group of ``cfg['groups']`` (disabled ones included), checked key by key."""
-    return groups_section(cfg)
-
-
-def group_config(cfg: dict[str, Any], group: Group) -> dict[str, Any]:
-    """The workflow config one group's jobs read: the base config with the group's overrides on top,
-    and its name as the MLflow tag ``experiment_group`` (tracking is outside the result hash)."""
-    base = {k: v for k, v in cfg.items() if k != "groups"}
-    merged = deep_merge(base, group.overrides)
-    return deep_merge(merged, {"tracking": {"tags": {"experiment_group": group.name}}})
-
-
-def tune_enabled(cfg: dict[str, Any]) -> bool:
-    return bool(setting(cfg, "tune", "enabled"))
-
-
-def tune_studies(cfg: dict[str, Any]) -> dict[str, str]:
-    """{study name: its base variant} for each base the config tunes (``tune.base_variants``, else
-    ``[tune.base_variant]``), in order; named by ``TuneConfig.studies`` (the typed ``tune:`` section)."""
-    tune = WorkflowConfig({"tune": cfg.get("tune") or {}}).tune
-    return {name: study.base_variant for name, study in tune.studies().items()}
-
-
-def tuned_base(cfg: dict[str, Any], variant: str) -> str | None:
-    """The base whose study's best trial ``variant`` retrains: ``B`` for ``B-tuned`` when the config
-    tunes ``B``; None for every other name (a catalogue variant)."""
-    if not variant.endswith(TUNED_SUFFIX):
-        return None
-    base = variant.removesuffix(TUNED_SUFFIX)
-    return base if base in tune_studies(cfg).values() else None
-
-
-def tuned_study(cfg: dict[str, Any], variant: str) -> str | None:
-    """The study whose ``best.yaml`` the tuned ``variant`` trains with; None for any other variant."""
-    base = tuned_base(cfg, variant)
-    return None if base is None else next(s for s, b in tune_studies(cfg).items() if b == base)
-
-
-def base_variant(cfg: dict[str, Any], variant: str) -> str:
-    """A tuned variant trains as its study's base variant plus best.yaml on top; any other as itself."""
-    return tuned_base(cfg, variant) or variant
-
-
-def run_experiment(gcfg: dict[str, Any], key: RunKey, base_dir: Path,
-                   variant_overrides: dict[str, Any] | None = None) -> ExperimentConfig:
-    """The config the workflow trains for ``key`` from its group's config: the base variant (the
-    tuned one's study base, ``variant_overrides`` its best.yaml) recorded under the run's own name,
-    as the train rule's ``argent train --variant <base> --name <variant>`` does."""
-    exp = experiment_from_dict(gcfg, base_variant(gcfg, key.variant), key.size, key.seed, base_dir=base_dir,
-                               variant_overrides=variant_overrides)
-    exp.variant_name = key.variant
-    return exp
-
-
-def run_identity(gcfg: dict[str, Any], key: RunKey, base_dir: Path) -> str:
-    """The run's identity hash (``ExperimentConfig.result_hash``): the train rule's ``hash`` param, so
-    Snakemake re-runs a training exactly when it changes; borrowing compares it too."""
-    return run_experiment(gcfg, key, base_dir).result_hash()
+from argent.config.group_entries import runs_section
+from argent.config.groups import (
+    TUNED_SUFFIX,
+    Group,
+    RunKey,
+    base_variant,
+    group_config,
+    groups_section,
+    run_experiment,
+    run_identity,
+    tune_studies,
+    tuned_base,
+)
 
 
 def uses_negatives(cfg: dict[str, Any], variant: str, base_dir: Path) -> bool:
@@ -214,7 +95,7 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
     (default: the resolved ``ExperimentConfig``); equal hashes let a group borrow a run.
     ``without_data``: a required group whose data is absent here is planned as if it were there, and
     named in ``plan.unseen`` (``argent plan`` costs a config on a machine without its data)."""
-    groups = parse_groups(cfg)
+    groups = groups_section(cfg)
     hash_of = result_hash or (lambda gcfg, key: run_identity(gcfg, key, base_dir))
     plan = Plan(groups, {}, {})
     for group in groups.values():

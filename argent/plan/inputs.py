@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from argent.config import ConfigError, setting
+from argent.config.groups import RunKey
 from argent.data.inputs import declared_hash_problem
 from argent.data.policy import BadDataError
 from argent.data.shards import expand_shards
 from argent.io import ArgentError
-from argent.plan.groups import Plan, RunKey
+from argent.plan.groups import Plan
 from argent.plan.targets import IdentityMismatch
 from argent.runs import SUMMARY, run_dir
 from argent.runs.documents import read_object

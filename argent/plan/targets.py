@@ -14,25 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, check_name, setting, strict_yaml
-from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
-from argent.io import ArgentError, ReadError, read_json_object
-from argent.plan.groups import (
+from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, check_name, setting
+from argent.config.groups import (
     TUNED_SUFFIX,
-    Plan,
     RunKey,
-    run_experiment,
+    planned_identity,
+    refuse_other_identity,
     tune_studies,
     tuned_base,
     tuned_study,
-    uses_negatives,
 )
+from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
+from argent.io import ReadError, read_json_object
+from argent.plan.groups import Plan, uses_negatives
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
-from argent.runs import SUMMARY, Results, is_under, probe_result, run_dir
+from argent.runs import SUMMARY, is_under, probe_result, run_dir
 
-__all__ = ["BenchmarkChoice", "IdentityError", "IdentityMismatch", "benchmark_data_inputs", "choose_benchmarks",
+__all__ = ["BenchmarkChoice", "IdentityMismatch", "benchmark_data_inputs", "choose_benchmarks",
            "check_stamp", "identity_mismatches", "mining_jobs", "planned_hash", "probe_runs", "stamped_hash"]
 
 
@@ -152,38 +150,10 @@ def study_lines(cfg: dict[str, Any], plan: Plan) -> list[str]:
 # ---- run identity at every read ------------------------------------------------------------------
 
 
-class IdentityError(ArgentError, ValueError):
-    """A file of a run folder (summary, evaluation) carries another identity hash than the run the plan
-    trains there: its numbers belong to another config, variant or ``--name``."""
-
-
-def tuned_variant_file(cfg: dict[str, Any], results: Path, variant: str) -> Path | None:
-    """The ``best.yaml`` of the study that tunes ``variant``'s base (``<base>-tuned``): what the train rule
-    passes it with ``--variant-file``; None for a variant no study tunes."""
-    study = tuned_study(cfg, variant)
-    return None if study is None else Results(results).study_best(study)
-
-
 def planned_hash(plan: Plan, key: RunKey, base_dir: Path, results: Path) -> str | None:
-    """The identity hash the workflow's train job stamps ``key``'s run with: its group's config, the
-    base variant recorded under the run's name (``argent train --variant <base> --name <variant>``,
-    ``argent.plan.groups.run_experiment``), and for the tuned variant the study's ``best.yaml`` on
-    top, read as ``argent train --variant-file`` reads it (None while the study has not written it:
-    nothing to compare yet). For every other run it is the train rule's ``hash`` param."""
-    gcfg = plan.configs[key.group]
-    extra = None
-    best = tuned_variant_file(gcfg, results, key.variant)
-    if best is not None:
-        if not best.is_file():
-            return None
-        try:
-            extra = (strict_yaml(best.read_text(), best) or {}).get("variant", {})
-        except (yaml.YAMLError, AttributeError) as err:
-            raise ConfigError(f"{best}: not a YAML mapping with a 'variant' section ({err})") from None
-    try:
-        return run_experiment(gcfg, key, base_dir, extra).result_hash()
-    except ConfigError as err:
-        raise ConfigError(f"config for run {key}: {err}") from None
+    """The identity hash the workflow's train job stamps ``key``'s run with (``argent.config.groups.planned_identity``
+    of its group's config; None for a tuned run before its study's ``best.yaml`` exists)."""
+    return planned_identity(plan.configs[key.group], key, base_dir, results)
 
 
 def stamped_hash(path: Path) -> str | None:
@@ -267,13 +237,4 @@ def check_stamp(path: Path, found: str | None, plan: Plan, key: RunKey, base_dir
         return
     if key not in planned:
         planned[key] = planned_hash(plan, key, base_dir, results)
-    expected = planned[key]
-    if expected is None or found == expected:
-        return
-    folder = run_dir(results, key.group, key.variant, key.size, key.seed)
-    raise IdentityError(
-        f"{path}: carries config hash {found}, but the plan trains {key} into {folder} with hash {expected}; "
-        f"its numbers belong to another run (another config, variant or --name). Fix: re-run the workflow "
-        f"(snakemake retrains the run and re-evaluates it), or `argent restamp --run {folder} --config <the "
-        f"workflow config>` if it was stamped before run identity v1, or move {folder} (and its evaluations) "
-        f"out of {results}")
+    refuse_other_identity(path, found, key, planned[key], results)

@@ -16,8 +16,9 @@ from typing import Any
 import yaml
 
 from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, ExperimentConfig, strict_yaml
+from argent.config.groups import RunKey, run_experiment, tuned_study
 from argent.io import ArgentError, atomic_write_json, atomic_write_text, read_json
-from argent.plan.groups import Plan, RunKey, run_experiment, tuned_study
+from argent.plan.groups import Plan
 from argent.runs import Results, RunFolder, eval_dir_of, first_difference, probe_result, run_parts, v1_hash
 
 

@@ -9,7 +9,7 @@ A workflow's results folder (``results:`` of the config) holds::
       benchmarks/<stage>/[<group>/]<job>.tsv   Snakemake's job records (argent/runs/job_records.py)
       tables/ figures/ probe/ tune/<study>/ data/ logs/ mlflow.db preflight.json
 
-``<group>`` is an experiment group of the workflow config (argent/plan/groups.py). A run folder holds:
+``<group>`` is an experiment group of the workflow config (argent/config/groups.py). A run folder holds:
 
 - ``config.yaml``: the fully resolved ``ExperimentConfig``;
 - ``metrics.jsonl``: every logged number, one JSON record per line;
@@ -66,6 +66,8 @@ STUDY_BEST = "best.yaml"  # tune/<study>/: the best trial's variant fields (trai
 STUDY_TRIALS = "trials.csv"  # tune/<study>/: every trial
 STUDY_SUMMARY = "summary.json"  # tune/<study>/: the study's outcome (argent/tuning/export.py)
 EFFECTIVE_CONFIG = "workflow_config.yaml"  # the merged workflow config every verb of a workflow reads
+GROUPS_DIR = "groups"  # <results>/groups/<group>.yaml: each group's config; planned_runs.json beside them
+PLANNED_RUNS = "planned_runs.json"  # the identity hash the DAG build plans for each run it trains at home
 DEFAULT_RESULTS = "results"  # ``results:`` when the config leaves it out (the schema's default)
 DEFAULT_HIERSHAPES = "data/hiershapes"  # ``hiershapes.out`` when the config leaves it out (the schema's default)
 EMBEDDED = "hiershapes"  # the one data set the workflow generates itself (argent synth, under hiershapes.out)
@@ -324,7 +326,13 @@ class Results:
 
     def group_config(self, group: str) -> Path:
         """An experiment group's config: the base with the group's overrides."""
-        return self.root / "groups" / f"{group}.yaml"
+        return self.root / GROUPS_DIR / f"{group}.yaml"
+
+    @property
+    def planned_runs(self) -> Path:
+        """The identity hash of each run the DAG build plans to train at home (written beside the group configs
+        with the effective config, by the same build; ``argent evaluate`` reads it: argent/config/groups.py)."""
+        return self.root / GROUPS_DIR / PLANNED_RUNS
 
 
 VAL = "val"  # the validation split of the embedded data set (``split: val``); anything else is its test split

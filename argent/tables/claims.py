@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from argent.plan.groups import Plan, RunKey
+from argent.config.groups import RunKey
+from argent.plan.groups import Plan
 from argent.tables.collect import values_by_seed
 from argent.tables.inference import (
     SATTERTHWAITE_BELOW,

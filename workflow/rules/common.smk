@@ -11,7 +11,7 @@ from pathlib import Path
 from argent.config import ConfigError, setting
 from argent.io import ArgentError, hold_workflow, write_text_if_changed
 from argent.plan.dag import build_dag, file_digest, stable_hash
-from argent.plan.groups import TUNED_VARIANT, RunKey, base_variant
+from argent.config.groups import TUNED_VARIANT, RunKey, base_variant
 from argent.runs import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, job_record_path, probe_result, run_job_record
 from argent.runs import run_dir as layout_run_dir
 from argent.tablespec.outputs import table_paths
@@ -160,7 +160,7 @@ def identity_inputs(wildcards):
 
 
 def run_resource(wildcards, key):
-    """The group's runs.<key>, else its one default (argent.plan.group_entries.RunResources)."""
+    """The group's runs.<key>, else its one default (argent.config.group_entries.RunResources)."""
     return ARGENT_DAG.run_resource(wildcards.group, key)
 
 

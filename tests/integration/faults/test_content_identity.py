@@ -21,10 +21,10 @@ import torch
 import yaml
 
 from argent.config import ConfigError, experiment_from_dict, load_config
+from argent.config.groups import RunKey
 from argent.data.shards import ShardWriter
 from argent.engine.trainer import train
 from argent.plan.dag import build_dag
-from argent.plan.groups import RunKey
 from argent.runs import ResumeMismatch, read_checkpoint
 from tests.fixtures import ROOT, TINY, checksums, config_with, jpeg
 

@@ -25,11 +25,12 @@ import yaml
 
 import argent.engine.trainer as trainer
 from argent.config import experiment_from_dict, load_config
+from argent.config.groups import IdentityError, RunKey, base_variant, run_identity
 from argent.engine.trainer import train
 from argent.io import ReadError
 from argent.plan.dag import build_dag
-from argent.plan.groups import RunKey, base_variant, build_plan, run_identity
-from argent.plan.targets import IdentityError, planned_hash
+from argent.plan.groups import build_plan
+from argent.plan.targets import planned_hash
 from argent.runs import eval_dir, run_dir
 from argent.tables.collect import check_run_identities, collect, collect_skips
 from tests.fixtures import ROOT, TINY, checksums, stream

@@ -24,13 +24,14 @@ import yaml
 
 import argent.engine.trainer as trainer
 from argent.config import IDENTITY_VERSION, experiment_from_dict
+from argent.config.groups import RunKey, run_experiment
 from argent.engine.preemption import Preempted
 from argent.engine.trainer import TrainingDiverged, train
 from argent.io import ArgentError
 from argent.models import build_model
 from argent.models.trained import load_model
 from argent.plan.cli import merged_config
-from argent.plan.groups import RunKey, build_plan, run_experiment
+from argent.plan.groups import build_plan
 from argent.restamp.stamp import _tuned_overrides, restamp_run
 from argent.runs import RunFolder, RunFolderBusy, hold_writer, legacy_hash, read_metrics, run_dir
 from tests.fixtures import ROOT, SCRIPTS, TINY, bad_shard, checksums, nan_at, stream, tiny_exp, train_tiny

@@ -11,8 +11,9 @@ from snakemake.common.configfile import load_configfile
 from snakemake.utils import update_config
 
 from argent.config import ConfigError, derive_paths, experiment_from_dict, load_config, load_merged_config
+from argent.config.groups import base_variant
 from argent.plan.cli import merged_config
-from argent.plan.groups import base_variant, build_plan
+from argent.plan.groups import build_plan
 from argent.tuning.config import load_tune
 from tests.fixtures import ROOT
 

@@ -28,7 +28,8 @@ from argent.config import (
     section_type,
     setting,
 )
-from argent.plan.groups import build_plan, group_config, parse_groups
+from argent.config.groups import group_config, groups_section
+from argent.plan.groups import build_plan
 from argent.runs import PINNED_FILE, load_pinned, missing_pins, pin_new
 from argent.tablespec.section import tables_section
 from tests.fixtures import ROOT
@@ -142,13 +143,13 @@ def test_the_rules_and_the_dag_take_defaults_from_the_types():
 
 def test_groups_take_their_sizes_and_seeds_from_the_typed_runs_section():
     cfg = {"groups": {"g": {"variants": ["clip"]}, "h": {"variants": ["meru"], "seeds": [4], "from": "g"}}}
-    groups = parse_groups(cfg)
+    groups = groups_section(cfg)
     assert groups["g"].sizes == ["tiny"] and groups["g"].seeds == [0]  # RunsSection's defaults
     assert groups["h"].seeds == [4] and groups["h"].borrow_from == "g"
-    groups = parse_groups({**cfg, "runs": {"sizes": ["S"], "seeds": [1, 2]}})
+    groups = groups_section({**cfg, "runs": {"sizes": ["S"], "seeds": [1, 2]}})
     assert groups["g"].sizes == ["S"] and groups["g"].seeds == [1, 2]
     with pytest.raises(ConfigError, match=r"runs\.mem_mb: 10 is out of range; must be >= 100"):
-        parse_groups({**cfg, "runs": {"mem_mb": 10}})
+        groups_section({**cfg, "runs": {"mem_mb": 10}})
 
 
 def test_a_groups_runs_override_is_range_checked_on_the_merged_config():

@@ -13,10 +13,11 @@ import yaml
 import argent.config.experiment as config_module
 from argent.cli import main as argent_main
 from argent.config import IDENTITY_VERSION, ExperimentConfig, TrainConfig, VariantConfig
+from argent.config.groups import RunKey, run_experiment, run_identity
 from argent.models import build_model
 from argent.models.trained import load_model
 from argent.plan.cli import merged_config
-from argent.plan.groups import RunKey, build_plan, run_experiment, run_identity
+from argent.plan.groups import build_plan
 from argent.restamp.stamp import restamp_run
 from argent.runs import (
     EXCLUDED,

@@ -14,9 +14,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from argent.config.groups import RunKey
 from argent.io import ArgentError
 from argent.plan.cost import step_time
-from argent.plan.groups import RunKey
 from argent.runs import eval_dir, read_job_records, run_dir
 from argent.tables.collect import collect, collect_skips, skips_footnote
 from argent.tables.cost import cost_rows, markdown

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from argent.config.groups import RunKey
 from argent.io import ArgentError
-from argent.plan.groups import RunKey
 from argent.runs import JobRecordError, eval_dir, read_job_records, run_dir
 from argent.tables.collect import check_run_identities, collect, collect_skips
 from argent.tables.cost import write_cost_tables

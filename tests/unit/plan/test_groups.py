@@ -7,9 +7,10 @@ import yaml
 
 from argent.cli import main as argent_main
 from argent.config import ConfigError, deep_merge
+from argent.config.groups import RunKey, groups_section
 from argent.plan.cost import group_costs
 from argent.plan.cost_report import summary_line
-from argent.plan.groups import RunKey, build_plan, parse_groups
+from argent.plan.groups import build_plan
 from tests.fixtures import ROOT
 
 
@@ -65,7 +66,7 @@ def test_negatives_without_wordnet_are_an_error_unless_the_group_is_optional():
 ])
 def test_group_errors_name_the_key(groups, message):
     with pytest.raises(ConfigError, match=message):
-        parse_groups(_cfg(**groups))
+        groups_section(_cfg(**groups))
 
 
 def test_cost_from_the_config_override_and_unknown_sizes_said(tmp_path):

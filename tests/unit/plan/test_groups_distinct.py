@@ -6,8 +6,8 @@ import re
 import pytest
 
 from argent.config import ConfigError, load_config
+from argent.config.groups import groups_section
 from argent.plan.dag import build_dag
-from argent.plan.groups import parse_groups
 from tests.fixtures import ROOT
 
 
@@ -18,7 +18,7 @@ from tests.fixtures import ROOT
 ])
 def test_a_repeated_seed_variant_or_size_is_named(group, said):
     with pytest.raises(ConfigError, match="^" + re.escape(said)):
-        parse_groups({"groups": {"main": group}})
+        groups_section({"groups": {"main": group}})
 
 
 def test_runs_seeds_twice_stops_the_dag_build(tmp_path):

@@ -9,7 +9,8 @@ import copy
 import pytest
 
 from argent.config import ConfigError, load_config
-from argent.plan.groups import RunKey, build_plan
+from argent.config.groups import RunKey
+from argent.plan.groups import build_plan
 from argent.plan.targets import benchmark_data_inputs, choose_benchmarks, mining_jobs, probe_runs
 from tests.fixtures import ROOT
 

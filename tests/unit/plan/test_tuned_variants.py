@@ -12,9 +12,10 @@ import yaml
 
 from argent.check import PreflightError, claim_run_problems, preflight
 from argent.config import ConfigError, load_config, load_variants
+from argent.config.groups import RunKey, base_variant, run_experiment, tuned_base, tuned_study
 from argent.plan.cost import group_costs
 from argent.plan.dag import build_dag
-from argent.plan.groups import RunKey, base_variant, build_plan, run_experiment, tuned_base, tuned_study
+from argent.plan.groups import build_plan
 from argent.plan.targets import planned_hash
 from argent.tablespec.claims import Claim, ClaimsSpec
 from tests.fixtures import ROOT

@@ -1,8 +1,8 @@
 """The ``runs:`` and ``groups:`` sections as the workflow config writes them, typed: a group's variants,
 sizes, seeds, overrides and borrowing (``GroupEntry``, ``GroupOverrides``), the sizes and seeds of a
 group that names none and every training job's resources (``RunsSection``, ``RunResources``), each
-list checked for names that become path components and for repeats. argent/plan/groups.py resolves
-them into the groups and the runs to train.
+list checked for names that become path components and for repeats. argent/config/groups.py resolves
+them into the groups and each run's config; argent/plan/groups.py into the runs to train.
 """
 
 from __future__ import annotations
@@ -11,16 +11,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from argent.config import (
-    ConfigError,
-    check_name,
-    check_partial,
-    check_range,
-    check_seed,
-    from_dict,
-    parse_section,
-    section_of,
-)
+from argent.config.convert import ConfigError, check_partial, check_range, from_dict
+from argent.config.experiment import check_name
+from argent.config.limits import check_seed
+from argent.config.registry import section_of
+from argent.config.workflow import parse_section
 
 
 @dataclass
