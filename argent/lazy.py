@@ -1,4 +1,5 @@
-"""Lazy package exports (PEP 562), the one way argent's packages name their public API.
+"""Lazy package exports (PEP 562), the one way argent's packages name their public API; and ``named``, the one way
+a registry names what it imports on first use (``"module:attribute"``).
 
 A package's ``__init__`` imports nothing of its own at run time: its public names are imported from
 their submodules on first use. So a torch-free module of a package (``argent.runs.layout``,
@@ -31,6 +32,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+
+def named(spec: str) -> Any:
+    """The object a ``"module:attribute"`` string names, imported now. Registries name their functions
+    and types this way, so that reading a registry (the workflow's parse) imports nothing heavy."""
+    module, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def declared_exports(init_file: str | Path) -> dict[str, str]:

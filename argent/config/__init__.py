@@ -5,7 +5,7 @@ Modules, bottom up (each imports only those before it, and from argent.runs only
 ``layout`` and the hashing of ``identity``):
 
 - ``convert``: ``ConfigError``; the strict dict -> dataclass conversion (``from_dict``, ``check_partial``,
-  ``check_range``) and ``named`` (the ``"module:attribute"`` strings registries hold);
+  ``check_range``); ``named`` (the ``"module:attribute"`` strings registries hold) is ``argent.lazy``'s;
 - ``registry``: ``SECTIONS``, the one registry of the workflow config's top-level sections, and
   ``setting`` (one value, else its type's default);
 - ``loading``: strict YAML and the merge layers (``config/config.yaml``, the file, ``--set``);
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from argent.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
-    from argent.config.convert import ConfigError, check_partial, check_range, config_keys, from_dict, named
+    from argent.config.convert import ConfigError, check_partial, check_range, config_keys, from_dict
     from argent.config.derived_paths import derive_paths
     from argent.config.experiment import (
         CARRIED_VERSIONS,
@@ -76,6 +76,7 @@ if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); impo
     )
     from argent.config.variant import INTRA_PAIRS, PAIR_TYPES, CementConfig, VariantConfig, check_variant_keys
     from argent.config.workflow import TopLevel, WorkflowConfig, check_snakemake_config, load_config, parse_section
+    from argent.lazy import named
 
 __all__ = [
     "BatchingConfig", "CARRIED_VERSIONS", "CementConfig", "ConfigError", "DEFAULT_CONFIG", "DataConfig",

@@ -8,7 +8,6 @@ functions by (argent.config.registry ``SECTIONS``, argent.config.loss_kinds).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import types
 import typing
@@ -140,13 +139,6 @@ def check_partial(cls: type, data: Any, path: str) -> None:
             check_partial(tp, value, f"{path}.{key}")
         else:
             _convert(value, tp, f"{path}.{key}")
-
-
-def named(spec: str) -> Any:
-    """The object a ``"module:attribute"`` string names, imported now. Registries name their functions
-    and types this way, so that reading a registry (the workflow's parse) imports nothing heavy."""
-    module, _, attribute = spec.partition(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 def check_range(key: str, value: float, low: float | None = None, high: float | None = None,

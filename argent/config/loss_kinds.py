@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from argent.config.convert import named
+from argent.lazy import named
 
 __all__ = ["ENTAILMENT_KINDS", "EntailmentKind", "KIND_FIELDS", "PAIR_FIELDS", "readers_of"]
 

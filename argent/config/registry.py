@@ -10,7 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from argent.config.convert import ConfigError, config_keys, named
+from argent.config.convert import ConfigError, config_keys
+from argent.lazy import named
 
 Shape = Literal["section", "partial", "entries", "partial_entries", "value"]
 

@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argent.config.convert import ConfigError, check_partial, from_dict, named
+from argent.config.convert import ConfigError, check_partial, from_dict
 from argent.config.derived_paths import derive_paths
 from argent.config.experiment import experiment_from_dict
 from argent.config.loading import deep_merge, load_merged_config, load_workflow_config, parse_override
 from argent.config.registry import SECTIONS, Section, check_sections, section_of, section_type, setting
+from argent.lazy import named
 from argent.runs.layout import DEFAULT_RESULTS
 
 __all__ = ["SECTIONS", "Section", "TopLevel", "WorkflowConfig", "check_snakemake_config", "load_config",

@@ -8,11 +8,11 @@ fails with ``benchmarks.<name>.<key>`` and the allowed keys; a wrong type with i
 Relative paths are resolved against the working directory (the project root when run by the
 workflow) or the ``base_dir`` given to ``load_benchmark``.
 
-``PROTOCOLS`` is the one registry of evaluation protocols: each line pairs an entry dataclass with
-the function that runs it (named, imported when a benchmark runs, so this module stays torch-free
-for the workflow's parse). The entry's data paths are declared on its fields (``data_path``); the
-runner, ``argent check``, the DAG's inputs, the tables' data domains and tuning's leak check all read
-them from here. Adding a protocol: docs/architecture.md, "How to add".
+Each protocol's entry dataclass is here; its record (the entry type, the run function, its metrics'
+kinds and units, its embedded files) is one line of ``argent.protocols.registry.PROTOCOLS``. The entry's data
+paths are declared on its fields (``data_path``); the runner, ``argent check``, the DAG's inputs, the tables'
+data domains and tuning's leak check all read them from here. Adding a protocol: docs/architecture.md,
+"How to add".
 """
 
 from __future__ import annotations
@@ -20,17 +20,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from argent.config import ConfigError, check_name, check_range, from_dict, load_config, named
+from argent.config import ConfigError, check_name, check_range, from_dict, load_config
 from argent.evaluation.templates import resolve_templates
+from argent.protocols.registry import PROTOCOLS
 
 __all__ = [
-    "PROTOCOLS",
-    "Protocol",
     "data_path",
     "entry_paths",
     "ITEMS",
@@ -194,29 +193,6 @@ class AnalysisEntry(CommonOptions):
             raise ConfigError("image_dir: required with hierarcaps_csv")
 
 
-@dataclass(frozen=True)
-class Protocol:
-    """One evaluation protocol: its validated entry and the function that runs it, named as
-    ``"module:function"`` (``run(model, entry, policy, out_path) -> {"metrics", "counts", "items", ...}``,
-    argent/evaluation/runner.py) and imported only when a benchmark runs."""
-
-    entry: type[CommonOptions]
-    run: str
-
-    def runner(self) -> Callable[..., dict]:
-        return named(self.run)
-
-
-PROTOCOLS: dict[str, Protocol] = {
-    "zeroshot": Protocol(ZeroShotEntry, "argent.evaluation.protocol_runs:run_zeroshot"),
-    "retrieval": Protocol(RetrievalEntry, "argent.evaluation.protocol_runs:run_retrieval"),
-    "pep": Protocol(PepEntry, "argent.evaluation.protocol_runs:run_pep"),
-    "hierarcaps": Protocol(HierarCapsEntry, "argent.evaluation.protocol_runs:run_hierarcaps"),
-    "compositional": Protocol(CompositionalEntry, "argent.evaluation.protocol_runs:run_compositional"),
-    "analysis": Protocol(AnalysisEntry, "argent.evaluation.analysis_run:run_analysis"),
-}
-
-
 def _path_fields(cls: type[CommonOptions]) -> dict[str, str]:
     return {f.name: f.metadata["path_kind"] for f in dataclasses.fields(cls) if "path_kind" in f.metadata}
 
@@ -228,7 +204,7 @@ def entry_paths(raw: dict[str, Any], kinds: Iterable[str] = PATH_KINDS) -> dict[
     if protocol is None:
         return {}
     wanted = set(kinds)
-    return {key: raw[key] for key, kind in _path_fields(protocol.entry).items()
+    return {key: raw[key] for key, kind in _path_fields(protocol.entry_type()).items()
             if kind in wanted and isinstance(raw.get(key), str) and raw[key]}
 
 
@@ -244,7 +220,7 @@ def parse_benchmark(name: str, raw: Any, base_dir: str | Path | None = None) -> 
     protocol = raw.get("protocol")
     if protocol not in PROTOCOLS:
         raise ConfigError(f"{where}.protocol: {protocol!r} is not allowed; allowed: {sorted(PROTOCOLS)}")
-    cls = PROTOCOLS[protocol].entry
+    cls = PROTOCOLS[protocol].entry_type()
     allowed = [f.name for f in dataclasses.fields(cls)]
     raw = dict(raw)
     if "split" not in allowed and "split" in raw:  # a label only (tuning reads split: val entries)

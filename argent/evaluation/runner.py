@@ -27,20 +27,15 @@ from typing import Any
 import numpy as np
 
 from argent.data.policy import BadDataPolicy, mark_partial
-from argent.evaluation.benchmarks import PROTOCOLS, CommonOptions, entry_hash
+from argent.evaluation.benchmarks import CommonOptions, entry_hash
 from argent.evaluation.items import item_vector
 from argent.io import flatten
 from argent.models.tokenizer import counting_truncations
+from argent.protocols.registry import PROTOCOLS
 
 __all__ = ["evaluate"]
 
 log = logging.getLogger(__name__)
-
-UNITS = (
-    "accuracies, recalls, AUC, AP, Jaccard, hierarchical precision/recall and threshold precision/recall "
-    "are fractions in [0, 1]; tie and lca are tree edges; kendall_tau is in [-1, 1]; norms in embedding units"
-)
-
 
 def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path | None = None) -> dict[str, Any]:
     """Run benchmark ``name`` (a validated entry) on ``model``; returns the JSON-ready result.
@@ -49,13 +44,13 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
     write them beside it (``<stem>_<figure>.png``).
     """
     policy = BadDataPolicy(entry.bad_data)
+    protocol = PROTOCOLS[entry.protocol]  # its record: the run function, the units (argent/protocols/registry.py)
     was_training = model.training
     model.eval()
     start = time.perf_counter()
     try:
         with counting_truncations() as cut:
-            run = PROTOCOLS[entry.protocol].runner()  # the registry, argent/evaluation/benchmarks.py
-            result = run(model, entry, policy, Path(out_path) if out_path else None)
+            result = protocol.runner()(model, entry, policy, Path(out_path) if out_path else None)
     finally:
         model.train(was_training)
     counts = result.pop("counts")
@@ -74,7 +69,7 @@ def evaluate(model: Any, name: str, entry: CommonOptions, out_path: str | Path |
         "status": result.pop("status", "ok"),
         "metrics": metrics,
         "counts": counts,
-        "units": UNITS,
+        "units": protocol.units,
         "entry": dataclasses.asdict(entry),
         "entry_hash": entry_hash(entry),
         "elapsed_s": round(time.perf_counter() - start, 3),

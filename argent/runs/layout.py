@@ -43,6 +43,8 @@ from typing import Any
 
 import yaml
 
+from argent.protocols.registry import PROTOCOLS
+
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 SIZE_RE = re.compile(r"^[A-Za-z0-9]+$")
 """Names that become path components (variants, benchmarks, studies): no '/', nothing that
@@ -367,18 +369,13 @@ class HiershapesFolder:
         return self.root / ("hierarcaps_val" if split == VAL else "hierarcaps")
 
     def benchmark_paths(self, protocol: str, split: str = "test") -> dict[str, str]:
-        """{entry key: path} of a ``benchmarks:`` entry with ``dataset: hiershapes`` (empty: no such split)."""
-        cls, caps = self.classification(split), self.hierarcaps(split)
-        hierarcaps = {"hierarcaps_csv": str(caps / "hierarcaps_test.csv"), "image_dir": str(caps / "images")}
-        both = {"zeroshot": {"root": str(cls), "taxonomy": str(cls / "taxonomy.txt")},
-                "pep": hierarcaps, "hierarcaps": hierarcaps}
-        test_only = {
-            "retrieval": {"annotations": str(self.root / "retrieval" / "dataset_hiershapes.json"),
-                          "image_dir": str(self.root / "retrieval" / "images")},
-            "compositional": {"json_dir": str(self.root / "sugarcrepe"), "image_dir": str(self.root / "sugarcrepe" / "images")},
-            "analysis": {**hierarcaps, "shards": str(self.root / "val" / "shard-000000.tar")},
-        }
-        return dict(both.get(protocol) or ({} if split == VAL else test_only.get(protocol, {})))
+        """{entry key: path} of a ``benchmarks:`` entry with ``dataset: hiershapes``: the protocol record's
+        ``embedded`` files (argent/protocols/registry.py) in this split's folders (empty: no such split)."""
+        record = PROTOCOLS.get(protocol)
+        if record is None or (VAL if split == VAL else "test") not in record.splits:
+            return {}
+        folders = {"classification": self.classification(split).name, "hierarcaps": self.hierarcaps(split).name}
+        return {key: str(self.root / path.format(**folders)) for key, path in record.embedded.items()}
 
     def clean_source(self, split: str = "test") -> dict[str, str]:
         """A ``clean.datasets`` entry's ``csv`` and ``images`` for one split."""

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from argent.protocols.kinds import EDGES, FRACTION
+from argent.protocols.registry import metric_kind
 from argent.tables.collect import values_by_seed
-from argent.tables.metric_kinds import EDGES, FRACTION, metric_kind
 from argent.tablespec.claims import Claim, ClaimsSpec
 from argent.tablespec.declarations import Degenerate, Premise
 

@@ -11,12 +11,12 @@
 Every file is opened through ``argent.runs.documents.read_document``: a regular file only (a FIFO is
 refused before it is opened), UTF-8 JSON nested at most 64 levels. (Job records have their one reader in
 ``argent/runs/job_records.py``; the step-time record in ``argent/plan/step_record.py``.) Every value a table prints or decides on is checked for its type and
-range: a metric is finite and in its kind's range (``argent.tables.metric_kinds``), a count a
+range: a metric is finite and in its kind's range (its protocol's record, ``argent.protocols.registry``), a count a
 non-negative integer, a flag a boolean, a hash text. A value that is not is one ``InvalidValue``
 naming the file and the key path (``metrics/top1``), never a cell that reads "n/a" or a number.
 A null metric is "n/a" only where the evaluation says so: ``status: "n/a"`` (the protocol does not
 apply to the model: PEP of a Euclidean model), or a count in the result that says the metric has no
-value (``metric_kinds.undefined_by_protocol``); a file without ``status`` (hand-written, or older than
+value (``argent.protocols.registry.undefined_by_protocol``); a file without ``status`` (hand-written, or older than
 the field) keeps the old reading, null = n/a. With ``status: "ok"`` a null is a metric the evaluator
 computed as NaN or infinite (it writes them as null): an error.
 """
@@ -27,12 +27,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from argent.evaluation.benchmarks import PROTOCOLS
 from argent.evaluation.items import ItemError, item_vector
 from argent.io import ReadError, flatten
+from argent.protocols.kinds import COUNT, REAL, Kind
+from argent.protocols.registry import PROTOCOLS, metric_kind, required_metrics, undefined_by_protocol
 from argent.runs import RunFolder
 from argent.runs.documents import read_object
-from argent.tables.metric_kinds import COUNT, REAL, REQUIRED, Kind, metric_kind, undefined_by_protocol
 
 __all__ = ["InvalidValue", "item_vectors", "read_evaluation", "read_run_provenance", "read_summary", "recorded_hash"]
 
@@ -98,7 +98,7 @@ def _metric(key: str, value: Any, flat: dict[str, Any], data: dict[str, Any], pa
     if kind is None:  # e.g. a metric replaced by an object: its own key is then missing too
         raise InvalidValue(f"{where}: not a metric protocol {data['protocol']!r} writes; {EVAL_FIX}")
     if value is None:
-        if data.get("status") == "ok" and not undefined_by_protocol(key, flat):
+        if data.get("status") == "ok" and not undefined_by_protocol(data.get("protocol"), key, flat):
             raise InvalidValue(f"{where}: null in an evaluation whose status is 'ok' (the evaluator writes a NaN or "
                                f"infinite result as null: the metric was not computed); {EVAL_FIX}")
         return
@@ -135,7 +135,7 @@ def read_evaluation(path: Path) -> dict[str, Any]:
         raise InvalidValue(f"{path}: 'metrics' must be an object of metric values, got {got}; {EVAL_FIX}")
     _check_head(data, path)
     flat = flatten(metrics, sep="/")
-    missing = [key for key in REQUIRED.get(data.get("protocol"), ()) if key not in flat]
+    missing = [key for key in required_metrics(data.get("protocol")) if key not in flat]
     if missing:
         raise InvalidValue(f"{path}: metrics: no {missing} (every {data['protocol']} result holds them); {EVAL_FIX}")
     for key, value in flat.items():

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from argent.protocols.kinds import ANGLE, COUNT, FRACTION, LARGEST, NORM, REAL, Kind
 from argent.runs.documents import read_object, regular_file
-from argent.tables.metric_kinds import ANGLE, COUNT, FRACTION, LARGEST, NORM, REAL, Kind
 from argent.tables.readers import InvalidValue
 
 __all__ = ["INVALID", "COSINE", "Diagnostics", "ProbeValue", "diagnostic_kind", "read_diagnostics", "read_probe"]

@@ -16,7 +16,6 @@ from argent.config import ConfigError
 from argent.evaluation.benchmarks import (
     CLEANED,
     ITEMS,
-    PROTOCOLS,
     PepEntry,
     RetrievalEntry,
     ZeroShotEntry,
@@ -24,6 +23,7 @@ from argent.evaluation.benchmarks import (
     parse_benchmark,
 )
 from argent.evaluation.hierarchy import HIERARCHY_METRICS
+from argent.protocols.registry import PROTOCOLS
 from argent.tuning.config import TuneConfig
 
 __all__ = ["check_objective_metrics", "produced_metrics", "validation_benchmarks"]
@@ -53,7 +53,7 @@ def validation_benchmarks(tune: TuneConfig, workflow: dict[str, Any], base_dir: 
                 f"mark it split: val (never the test split)."
             )
         protocol = PROTOCOLS.get(raw.get("protocol"))
-        if protocol is not None and "split" not in {f.name for f in dataclasses.fields(protocol.entry)}:
+        if protocol is not None and "split" not in {f.name for f in dataclasses.fields(protocol.entry_type())}:
             # ``split`` is only a label for this protocol (parse_benchmark drops it): its files must
             # be no test benchmark's
             for other, other_raw in section.items():

@@ -1,8 +1,10 @@
 """The two extension points are registries (docs/architecture.md, "How to add"): an evaluation
-protocol is an entry dataclass, a run function and one line in ``PROTOCOLS``; an entailment loss
-kind is a loss function and one line in ``ENTAILMENT_KINDS``. Each test registers a new one the way
-the guide says and checks that every reader (parser, preflight, DAG inputs, data domains, runner,
-objective) follows without further edits; and that a variant field its kind does not read is refused."""
+protocol is its module (an entry dataclass, a run function, its metric) and one record in
+``argent.protocols.registry.PROTOCOLS``; an entailment loss kind is a loss function and one line in
+``ENTAILMENT_KINDS``. Each test registers a new one the way the guide says, touching two files (this one, the
+protocol's module; the registry), and checks that every reader (parser, preflight, DAG inputs, data domains,
+runner, the tables' metric kinds, the results layout's embedded paths, objective) follows without further edits;
+and that a variant field its kind does not read is refused."""
 
 from __future__ import annotations
 
@@ -19,17 +21,21 @@ from argent.config import (
     ConfigError,
     EntailmentKind,
     VariantConfig,
+    derive_paths,
     experiment_from_dict,
     load_config,
     load_variants,
 )
 from argent.data.policy import BadDataPolicy
-from argent.evaluation.benchmarks import ITEMS, PROTOCOLS, SIDE, CommonOptions, Protocol, data_path, parse_benchmark
+from argent.evaluation.benchmarks import ITEMS, SIDE, CommonOptions, data_path, parse_benchmark
 from argent.evaluation.runner import evaluate
 from argent.losses.entailment import pair_losses
 from argent.plan.groups import check_trial_config
 from argent.plan.preflight import benchmark_findings, produced_prefixes
 from argent.plan.targets import benchmark_data_inputs, choose_benchmarks
+from argent.protocols.kinds import COUNT, FRACTION
+from argent.protocols.registry import PROTOCOLS, Protocol, metric_kind
+from argent.runs import HiershapesFolder
 from argent.tables.domains import benchmark_domain
 from tests.fixtures import ROOT
 
@@ -53,7 +59,11 @@ def run_count(model, entry: CountEntry, policy: BadDataPolicy, out_path):
 
 @pytest.fixture
 def count_protocol(monkeypatch):
-    monkeypatch.setitem(PROTOCOLS, "count", Protocol(CountEntry, f"{__name__}:run_count"))
+    """The toy protocol's record: the one line a new protocol adds to argent/protocols/registry.py."""
+    monkeypatch.setitem(PROTOCOLS, "count", Protocol(
+        f"{__name__}:CountEntry", f"{__name__}:run_count", ((r"filled", FRACTION), (r"n_lines", COUNT)),
+        "filled is a fraction in [0, 1]", required=("filled",), embedded={"lines": "{hierarcaps}/lines.txt"},
+        splits=("test", "val")))
 
 
 def test_a_registered_protocol_is_parsed_checked_planned_and_run(count_protocol, tmp_path):
@@ -82,10 +92,23 @@ def test_a_registered_protocol_is_parsed_checked_planned_and_run(count_protocol,
     cfg["benchmarks"]["toy"]["lines"] = str(lines)
     assert benchmark_domain(cfg, "toy", ROOT) == "real"
 
-    # the runner dispatches to the registered function and checks its item vector against the metric
+    # the runner dispatches to the registered function, checks its item vector against the metric, writes its units
     result = evaluate(_geometry_module(), "toy", entry)
     assert result["protocol"] == "count" and result["metrics"] == {"filled": 0.75}
     assert result["items"]["filled"]["values"] == [1.0, 0.0, 1.0, 1.0]
+    assert result["units"] == "filled is a fraction in [0, 1]"
+
+    # the tables read its metrics with the record's kinds (a key it does not declare is no metric of it)
+    assert metric_kind("count", "filled") is FRACTION and metric_kind("count", "n_lines") is COUNT
+    assert metric_kind("count", "top1") is None
+
+    # the results layout fills a `dataset: hiershapes` entry from the record's embedded files, in both splits
+    folder = HiershapesFolder(tmp_path / "hs")
+    assert folder.benchmark_paths("count") == {"lines": str(tmp_path / "hs" / "hierarcaps" / "lines.txt")}
+    assert folder.benchmark_paths("count", "val") == {"lines": str(tmp_path / "hs" / "hierarcaps_val" / "lines.txt")}
+    derived = derive_paths({"hiershapes": {"out": str(tmp_path / "hs")},
+                            "benchmarks": {"toy_val": {"protocol": "count", "dataset": "hiershapes", "split": "val"}}})
+    assert derived["benchmarks"]["toy_val"]["lines"] == str(tmp_path / "hs" / "hierarcaps_val" / "lines.txt")
 
 
 def _geometry_module() -> torch.nn.Module:
