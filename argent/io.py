@@ -322,7 +322,6 @@ def describe_holder(record: dict[str, str]) -> str:
 
 # ---- one workflow per results folder ----------------------------------------------------------
 
-WORKFLOW_LOCK = ".workflow.lock"  # <results>/.workflow.lock, held by the Snakemake process that runs it
 _HELD: dict[Path, HeldLock] = {}  # this process's workflow locks: a second parse in it re-uses its own
 
 
@@ -330,13 +329,14 @@ class WorkflowBusy(ArgentError):
     """Another Snakemake runs this results folder."""
 
 
-def hold_workflow(results: str | Path, what: str, dry_run: bool = False) -> str | None:
-    """Hold ``<results>/.workflow.lock`` for the life of this process (released at exit, by the
+def hold_workflow(lock: str | Path, what: str, dry_run: bool = False) -> str | None:
+    """Hold a results folder's workflow lock ``lock`` (where it lives is the layout's:
+    ``argent.runs.Results.workflow_lock``) for the life of this process (released at exit, by the
     kernel if the process dies). Another live holder: ``WorkflowBusy`` naming it, before anything in
     the folder is touched (its logs included). Returns a line to print, or None: a record left by a
     dead process of this host is taken over, saying so; ``dry_run`` takes nothing and only warns
     when the folder is busy."""
-    path = Path(results).absolute() / WORKFLOW_LOCK
+    results, path = Path(lock).parent, Path(lock).absolute()
     if path in _HELD or (dry_run and not path.exists()):
         return None
     lock = HeldLock(path)

@@ -59,11 +59,12 @@ from argent.data.images import WHITE, decode_image, decode_image_draft
 from argent.data.policy import BadDataError, BadDataPolicy
 from argent.data.shards import expand_shards, iter_shard
 from argent.io import ArgentError, atomic_output, atomic_write_json, file_sha256, read_json
+from argent.runs.layout import IMAGE_CACHE_MARKER
 
 log = logging.getLogger("argent.data")
 
 CACHE_VERSION = 1
-MARKER = "cache.json"
+MARKER = IMAGE_CACHE_MARKER  # written last: the cache is complete
 RATIO = (3.0 / 4.0, 4.0 / 3.0)  # RandomResizedCrop's default aspect-ratio range (train_transform uses it)
 TRAIN_SCALE = (0.5, 1.0)  # train_transform's default area range
 DRAFT_FACTORS = (8, 4, 2)  # the JPEG decoder's DCT-domain reductions, largest first

@@ -1,18 +1,27 @@
 """One training step's pieces, shared by the loop, the benchmarks and the DDP tests: both towers
 over a batch in one call per modality (``encode_batch``/``BatchEncoder``), optional ``torch.compile``
-with a logged fallback, the NaN guard with a single host sync, and mixed precision."""
+with a logged fallback, the NaN guard with a single host sync, and mixed precision; and what the trainer's
+step loop (argent/engine/trainer.py) does with a step's loss: ``train.nan_policy`` (``skip_or_stop``), the
+update (``update``) and rank 0's metrics record (``write_metrics_record``)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from argent.config import ExperimentConfig
+from argent.engine.run_state import RunState
+from argent.engine.summary import PERF_PREFIX
+from argent.io import ArgentError
+from argent.losses.objective import diagnostics as loss_diagnostics
 from argent.models import DualEncoder
+from argent.runs import read_checkpoint
 
 log = logging.getLogger("argent.train")
 
@@ -99,3 +108,72 @@ def autocast(cfg: ExperimentConfig, device: torch.device) -> contextlib.Abstract
     if cfg.train.precision == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+# ---- what the trainer's loop does with a step's loss ----------------------------------------------------------
+
+
+class TrainingDiverged(ArgentError, RuntimeError):
+    """A loss term became NaN/inf; the message names the step, the term and the last good checkpoint."""
+
+
+def skip_or_stop(r: RunState, out: Any) -> bool:
+    """train.nan_policy on a loss term that is not finite: the step skipped (``skip``, within
+    train.max_skipped_steps: True), else ``TrainingDiverged`` naming the last good checkpoint.
+    False: the loss is finite."""
+    bad = first_bad_term(out.total, out.terms)
+    if bad is None:
+        return False
+    counters, learner = r.counters, r.learner
+    if r.cfg.train.nan_policy == "skip" and counters.skipped < r.cfg.train.max_skipped_steps:
+        counters.skipped += 1
+        learner.optimizer.zero_grad(set_to_none=True)
+        log.warning("step %d: loss term %r is not finite; step skipped (%d so far)", counters.step, bad,
+                    counters.skipped)
+        counters.step += 1
+        learner.scheduler.step()
+        return True
+    last = f"{r.files.checkpoint} (step {int(read_checkpoint(r.files.checkpoint)['step'])})" \
+        if r.files.checkpoint.exists() else "none (no checkpoint was written yet)"
+    if r.files != r.run:
+        last += f"; the earlier run in {r.run.root} is untouched"
+    raise TrainingDiverged(
+        f"step {counters.step}: loss term {bad!r} is {out.terms.get(bad, out.total).detach().float().cpu().tolist()}; "
+        f"stopped with nothing written for this step. Last good checkpoint: {last}. "
+        f"Lower optim.lr, check the data, or set train.nan_policy: skip."
+    )
+
+
+def update(r: RunState, out: Any) -> None:
+    """Backward, the clipped gradient, the optimiser's and the scheduler's step: one step trained."""
+    learner = r.learner
+    learner.optimizer.zero_grad(set_to_none=True)
+    out.total.backward()
+    if r.cfg.optim.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(learner.model.parameters(), r.cfg.optim.grad_clip)
+    learner.optimizer.step()
+    learner.model.clamp_scalars_()  # bounds live on the stored scalars (docs in argent/models/dual_encoder.py)
+    learner.scheduler.step()
+    r.counters.step += 1
+    r.loop.n_last += r.cfg.train.batch_size
+
+
+def write_metrics_record(r: RunState, out: Any, emb: Any, curv: torch.Tensor) -> None:
+    """Rank 0's metrics record of the step just trained: losses, scalars, diagnostics, throughput."""
+    cfg, step, loop, learner = r.cfg, r.counters.step, r.loop, r.learner
+    record = {"step": step, "lr": learner.scheduler.get_last_lr()[0], "loss": out.total.item()}
+    record.update({f"loss/{k}": v.item() for k, v in out.terms.items()})
+    record.update(learner.model.scalars())
+    record["skipped_steps"] = r.counters.skipped
+    if step % cfg.train.diagnostics_every == 0 or step == cfg.train.steps:
+        with torch.no_grad():
+            record.update({f"diag/{k}": v for k, v in loss_diagnostics(emb, curv.detach(), cfg.variant).items()})
+            record.update({f"diag/{k}": v for k, v in out.diagnostics.items()})
+    now = time.perf_counter()
+    record[PERF_PREFIX + "samples_per_s"] = loop.n_last / max(now - loop.t_last, 1e-9)
+    # Share of the window's wall time spent waiting for the loader (docs/throughput.md).
+    record[PERF_PREFIX + "data_wait"] = loop.wait_s / max(now - loop.t_last, 1e-9)
+    loop.t_last, loop.n_last, loop.wait_s = now, 0, 0.0
+    loop.metrics_file.write(json.dumps(record) + "\n")
+    loop.metrics_file.flush()
+    loop.progress.update(step, record)

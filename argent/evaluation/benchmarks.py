@@ -106,7 +106,7 @@ class ZeroShotEntry(CommonOptions):
     """Zero-shot classification on an image-folder split (``<root>/<class id>/*.jpg``)."""
 
     root: str = data_path(ITEMS, required=True)  # <root>/<class id>/*.jpg
-    templates: list[str] | str = "default"  # a list of '{}' templates or a named set (zeroshot.TEMPLATE_SETS)
+    templates: list[str] | str = "default"  # a list of '{}' templates or a named set (templates.TEMPLATE_SETS)
     taxonomy: str = data_path(SIDE)  # 'parent child' class-id edges; enables the WordNet hierarchy metrics
 
     def __post_init__(self) -> None:

@@ -59,6 +59,7 @@ from argent.evaluation.encoding import (
     similarity_on_cpu,
 )
 from argent.evaluation.items import cluster_item_values, clustered_auc_pseudovalues, item_means
+from argent.evaluation.templates import resolve_templates
 
 __all__ = ["first_n", "first_per_group", "path_id", "run_compositional", "run_hierarcaps", "run_pep", "run_retrieval",
            "run_zeroshot"]
@@ -99,7 +100,7 @@ def first_per_group(items: list, limit: int, key: Callable[[Any], Any]) -> list:
 def run_zeroshot(model: Any, entry: ZeroShotEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
     data = read_image_folder(entry.root, policy=policy)
     samples = first_per_group(list(data.samples), entry.limit, key=lambda s: s[1])
-    templates = zeroshot.resolve_templates(entry.templates)
+    templates = resolve_templates(entry.templates)
     taxonomy = None
     if entry.taxonomy:
         taxonomy = Taxonomy.from_edges_file(entry.taxonomy)

@@ -19,11 +19,8 @@ import torch
 from torch import Tensor
 
 from argent.evaluation.items import macro_item_values
-from argent.evaluation.templates import TEMPLATE_SETS, resolve_templates  # noqa: F401  (re-exported)
 
 __all__ = [
-    "TEMPLATE_SETS",
-    "resolve_templates",
     "fill_templates",
     "average_prompts",
     "classification_metrics",

@@ -50,7 +50,7 @@ from argent.plan.targets import (
     study_base,
     study_lines,
 )
-from argent.runs import SUMMARY, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
+from argent.runs import SUMMARY, HiershapesFolder, Results, eval_dir, is_under, pretrained_eval_dir, run_dir
 from argent.runs.identity import stable_hash
 from argent.tablespec.claims import check_claims
 from argent.tablespec.outputs import TABLES, TableChoice
@@ -105,7 +105,7 @@ class Dag:
 
     @property
     def hiershapes_manifest(self) -> str:
-        return str(Path(self.hiershapes) / "manifest.json")
+        return str(HiershapesFolder(Path(self.hiershapes)).manifest)
 
     @property
     def effective_config(self) -> str:
@@ -323,7 +323,7 @@ class Dag:
         """Outputs of the optional stages that the tables and the report include."""
         extras = list(self.probe)
         if extras:
-            extras.append(self.r("figures", "probe_exposure.png"))
+            extras.append(str(self.results.probe_figure))
         if self.enabled("tune"):
             extras += [str(self.results.study_trials(study)) for study in self.studies()]
         extras += [str(self.results.clean(d).table1_md) for d in self.cleaned_datasets()]

@@ -19,8 +19,9 @@ from argent.config import ConfigError, check_range, from_dict
 from argent.io import ReadError, atomic_write_json
 from argent.runs import JobRecordError, Results, RunFolder, job_record_files, parse_run_job, read_job_record, run_dir
 from argent.runs.documents import read_document
+from argent.runs.layout import STEP_TIMES
 
-RECORD = Path("bench") / "step_times.json"
+RECORD = Path(STEP_TIMES)  # under a results folder (argent.runs.Results.step_times)
 # A measured step of one size: more than a day per step is no measurement (1e300 printed a 300-digit
 # CPU-hour estimate), nor a batch of more than 2^31 samples.
 MAX_STEP_SECONDS = 86_400.0

@@ -68,6 +68,7 @@ STUDY_BEST = "best.yaml"  # tune/<study>/: the best trial's variant fields (trai
 STUDY_TRIALS = "trials.csv"  # tune/<study>/: every trial
 STUDY_SUMMARY = "summary.json"  # tune/<study>/: the study's outcome (argent/tuning/export.py)
 EFFECTIVE_CONFIG = "workflow_config.yaml"  # the merged workflow config every verb of a workflow reads
+WORKFLOW_LOCK = ".workflow.lock"  # held by the one Snakemake process that runs the results folder (argent.io)
 GROUPS_DIR = "groups"  # <results>/groups/<group>.yaml: each group's config; planned_runs.json beside them
 PLANNED_RUNS = "planned_runs.json"  # the identity hash the DAG build plans for each run it trains at home
 DEFAULT_RESULTS = "results"  # ``results:`` when the config leaves it out (the schema's default)
@@ -75,6 +76,8 @@ DEFAULT_HIERSHAPES = "data/hiershapes"  # ``hiershapes.out`` when the config lea
 EMBEDDED = "hiershapes"  # the one data set the workflow generates itself (argent synth, under hiershapes.out)
 NEGATIVES_DIR = "negatives"  # <results>/data/negatives/<name>.parquet
 IMAGE_CACHE_DIR = "image_cache"  # <results>/data/image_cache/<name>/
+STEP_TIMES = "bench/step_times.json"  # <results>/bench/step_times.json: seconds per step per size (argent plan)
+IMAGE_CACHE_MARKER = "cache.json"  # <results>/data/image_cache/<name>/cache.json: the cache is complete (written last)
 RESERVED_DATA_NAMES = (NEGATIVES_DIR, IMAGE_CACHE_DIR)  # <results>/data/<name> that no cleaned data set may take
 
 
@@ -291,6 +294,21 @@ class Results:
         return self.root / "probe"
 
     @property
+    def training_curves(self) -> Path:
+        """Every run's training curves, one figure (argent tables)."""
+        return self.figures / "training_curves.png"
+
+    @property
+    def probe_figure(self) -> Path:
+        """The probe's exposure curves, one figure (argent probe --figure)."""
+        return self.figures / "probe_exposure.png"
+
+    @property
+    def step_times(self) -> Path:
+        """The measured step-time record ``argent plan --record-from`` writes (argent/plan/step_record.py)."""
+        return self.root / STEP_TIMES
+
+    @property
     def job_records(self) -> Path:
         """Snakemake's per-job records (``benchmark:`` of every rule; argent/runs/job_records.py): the folder
         keeps Snakemake's word, ``benchmarks``."""
@@ -320,6 +338,11 @@ class Results:
     def preflight(self) -> Path:
         """``argent check``'s findings: the DAG's first job's output."""
         return self.root / "preflight.json"
+
+    @property
+    def workflow_lock(self) -> Path:
+        """The lock the one Snakemake that runs this results folder holds (``argent.io.hold_workflow``)."""
+        return self.root / WORKFLOW_LOCK
 
     @property
     def effective_config(self) -> Path:

@@ -205,7 +205,7 @@ def run(opts: TablesOptions) -> list[Path]:
         for path in table_paths(opts.tables_dir, name).values():
             path.unlink(missing_ok=True)
 
-    curves = opts.curves or layout.figures / "training_curves.png"
+    curves = opts.curves or layout.training_curves
     training_curves(layout.runs, curves)
     figures = opts.figures or layout.figures / "runs"
     if not copy_run_figures(layout.eval, figures):

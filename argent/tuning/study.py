@@ -32,7 +32,7 @@ import optuna
 from optuna.trial import TrialState
 
 from argent.engine.preemption import Preempted, StopRequest, exit_code_for
-from argent.engine.trainer import TrainingDiverged
+from argent.engine.step import TrainingDiverged
 from argent.io import ArgentError
 from argent.tuning.budget import RetryStaleTrial, TrialBudget, retried_trial_number, retry_history, slot_seed
 from argent.tuning.space import sample_params

@@ -32,7 +32,7 @@ DRY_RUN = bool(getattr(workflow.output_settings, "dryrun", False))
 # remote jobs, group jobs) are the holder's own. A dry run takes nothing; it only warns when it is busy.
 if workflow.is_main_process:
     try:
-        _note = hold_workflow(RESULTS, f"snakemake in {ROOT}", dry_run=DRY_RUN)
+        _note = hold_workflow(Results(RESULTS).workflow_lock, f"snakemake in {ROOT}", dry_run=DRY_RUN)
     except ArgentError as err:
         raise WorkflowError(str(err)) from None  # one message, no Python frames
     if _note:

@@ -1,4 +1,5 @@
 # The embedded benchmark. Real data sets are prepared by their owners' tools and pointed at in config.
+from argent.runs.layout import IMAGE_CACHE_MARKER as IMAGE_CACHE_FILE
 
 
 rule synth_hiershapes:
@@ -48,7 +49,7 @@ rule stage_wordnet:
 # reads it when it was built from the current shards (content-hashed) and decodes otherwise: the
 # same batches either way, so runs do not depend on it (it is not in their config hash).
 IMAGE_CACHE = config["data"].get("image_cache") or ""
-IMAGE_CACHE_MARKER = str(Path(IMAGE_CACHE) / "cache.json") if IMAGE_CACHE else ""
+IMAGE_CACHE_MARKER = str(Path(IMAGE_CACHE) / IMAGE_CACHE_FILE) if IMAGE_CACHE else ""
 
 if IMAGE_CACHE:
 

@@ -27,7 +27,7 @@ rule probe_figure:
     input:
         list(ARGENT_DAG.probe),
     output:
-        report(R("figures", "probe_exposure.png"), caption="../report/probe.rst", category=REPORT_CATEGORY["figures"]),
+        report(str(Results(RESULTS).probe_figure), caption="../report/probe.rst", category=REPORT_CATEGORY["figures"]),
     benchmark:
         job_record("probe_figure", "figure"),
     log:

@@ -16,7 +16,7 @@ rule tables:
         claims=ARGENT_DAG.claims_file(),
     output:
         **table_outputs(),
-        curves=report(R("figures", "training_curves.png"), caption="../report/curves.rst",
+        curves=report(str(Results(RESULTS).training_curves), caption="../report/curves.rst",
                       category=REPORT_CATEGORY["figures"]),
         **run_figure_outputs(),
     params:

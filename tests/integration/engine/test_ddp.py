@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from argent.config import experiment_from_dict
-from argent.engine.trainer import BatchEncoder
+from argent.engine.step import BatchEncoder
 from argent.losses import Objective
 from argent.models import build_model
 from tests.fixtures import ROOT, SCRIPTS, fixed_batch

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from argent.config import experiment_from_dict
-from argent.engine.trainer import ResumeMismatch, TrainingDiverged, train
+from argent.engine.step import TrainingDiverged
+from argent.engine.trainer import train
+from argent.runs import ResumeMismatch
 from tests.fixtures import ROOT, SCRIPTS, stream
 
 SCRIPT = SCRIPTS / "train_run.py"

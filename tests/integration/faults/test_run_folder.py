@@ -8,7 +8,8 @@ import shutil
 import pytest
 import torch
 
-from argent.engine.trainer import TrainingDiverged, train
+from argent.engine.step import TrainingDiverged
+from argent.engine.trainer import train
 from argent.models.trained import load_model
 from argent.runs import CheckpointError, read_metrics
 from tests.fixtures import checksums, nan_at, stream, tiny_exp, train_tiny, write_config

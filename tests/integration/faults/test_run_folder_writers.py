@@ -26,7 +26,8 @@ import argent.engine.trainer as trainer
 from argent.config import IDENTITY_VERSION, experiment_from_dict
 from argent.config.groups import RunKey, run_experiment
 from argent.engine.preemption import Preempted
-from argent.engine.trainer import TrainingDiverged, train
+from argent.engine.step import TrainingDiverged
+from argent.engine.trainer import train
 from argent.io import ArgentError
 from argent.models import build_model
 from argent.models.trained import load_model

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from argent.config import experiment_from_dict
 from argent.engine import distributed as dist_utils
-from argent.engine.trainer import BatchEncoder
+from argent.engine.step import BatchEncoder
 from argent.losses import Objective
 from argent.models import build_model
 

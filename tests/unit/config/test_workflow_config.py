@@ -2,7 +2,7 @@
 one ``WorkflowConfig``; a typo in any typed section names the file, the full key path and the allowed
 keys; a section is parsed once per command. And two ownership rules, checked on the source: no module
 but the door reads the workflow config file, and no module but argent/runs/layout.py spells a file name of
-a run folder, a study folder, a cleaning folder or the effective config."""
+a run folder, a study folder, a cleaning folder, the effective config, a results folder's locks or its figures."""
 
 from __future__ import annotations
 
@@ -146,7 +146,12 @@ def test_only_the_door_reads_the_workflow_config_file():
 def test_only_the_layout_spells_the_file_names_of_results_folders():
     names = ["config.yaml", "metrics.jsonl", "checkpoint.pt", "summary.json", "provenance.json", "curves.png",
              "mlflow_run.json", "best.yaml", "trials.csv", "workflow_config.yaml", "hierarcaps_clean.csv",
-             "negative_pool.csv", "clean_scores.csv", "preflight.json"]
+             "negative_pool.csv", "clean_scores.csv", "preflight.json",
+             # the locks and staging folders of a results and a run folder, the workflow's planned identities, the
+             # cleaning's other files, the figures the rules name, the measured step times, the image cache's marker
+             ".workflow.lock", ".writer.lock", ".staging", ".replacing", ".replaced", "planned_runs.json", "mlflow.db",
+             "caption_degrees.csv", "table1.csv", "table1.md", "training_curves.png", "probe_exposure.png",
+             "step_times.json", "bench/step_times.json", "cache.json"]
     pattern = r"[\"'](" + "|".join(re.escape(n) for n in names) + r")[\"']"
     offenders = [o for o in _offenders(pattern, {"argent/runs/layout.py"})
                  if 'Path("config") / "config.yaml"' not in o]  # the project's config/config.yaml, not a results file

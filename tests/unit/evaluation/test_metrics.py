@@ -15,7 +15,8 @@ from argent.evaluation.compositional import compositional_metrics
 from argent.evaluation.hierarcaps_protocol import level_order_correlation, threshold_retrieval
 from argent.evaluation.pep import build_pairs, entailment_probability, pair_angles, pep_metrics
 from argent.evaluation.retrieval import folded_retrieval_hits, recall_at_k, retrieval_hits, retrieval_metrics
-from argent.evaluation.zeroshot import average_prompts, classification_metrics, fill_templates, resolve_templates
+from argent.evaluation.templates import resolve_templates
+from argent.evaluation.zeroshot import average_prompts, classification_metrics, fill_templates
 
 
 def matrix_score(scores: torch.Tensor):

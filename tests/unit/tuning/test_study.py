@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from argent.config import ConfigError, experiment_from_dict
-from argent.engine.trainer import TrainingDiverged
+from argent.engine.step import TrainingDiverged
 from argent.tuning import (
     TuneError,
     export_study,
