@@ -14,7 +14,7 @@ from argent.io import REFUSALS, ArgentError
 
 VERBS: dict[str, tuple[str, str]] = {
     "plan": ("argent.plan.cli", "per experiment group: runs, steps, GPUs and estimated hours, before launch"),
-    "check": ("argent.check", "preflight: validate the config, data paths, a few records, device, disk"),
+    "check": ("argent.check.cli", "preflight: validate the config, data paths, a few records, device, disk"),
     "synth": ("argent.data.hiershapes.cli", "generate the embedded hiershapes benchmark"),
     "taxonomy": ("argent.data.hiershapes.wordnet_subtree", "regenerate the shipped hiershapes taxonomy from WordNet"),
     "train": ("argent.engine.cli", "train one (variant, size, seed) run"),

@@ -4,7 +4,7 @@ config is read (``argent.config.load_config`` and the Snakefile), so no config s
 A config spells a path only where the user's own data lives. What the workflow makes, it names:
 
 - ``benchmarks.<name>.dataset: hiershapes`` (with ``split: val`` for the validation split): the
-  entry's data paths under ``hiershapes.out`` (``argent.runs.HiershapesFolder``);
+  entry's data paths under ``hiershapes.out`` (``argent.runs.embedded.HiershapesFolder``);
 - ``clean.datasets.<name>: {dataset: hiershapes, split: ...}``: the split's ``csv`` and ``images``;
 - every PEP entry's ``clean_csv`` and ``negative_pool``: ``<results>/data/<dataset>/`` of the
   ``clean.datasets`` entry that cleans its ``hierarcaps_csv`` (none: PEP reads the whole split);
@@ -34,16 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from argent.config.convert import ConfigError
+from argent.runs.embedded import DEFAULT_HIERSHAPES, EMBEDDED, VAL, HiershapesFolder
 from argent.runs.identity import content_digest, stable_hash
 from argent.runs.layout import (
-    DEFAULT_HIERSHAPES,
     DEFAULT_RESULTS,
-    EMBEDDED,
     IMAGE_CACHE_DIR,
     NEGATIVES_DIR,
     RESERVED_DATA_NAMES,
-    VAL,
-    HiershapesFolder,
     Results,
     is_under,
 )

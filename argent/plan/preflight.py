@@ -1,6 +1,6 @@
 """Where the workflow's data paths stand before it runs: found, made by the workflow itself, or missing.
 
-The path half of the preflight (argent/check.py reads the data through its real readers). Paths only,
+The path half of the preflight (argent/check/ reads the data through its real readers). Paths only,
 no torch: the Snakefile runs these checks while it parses, on every job.
 """
 

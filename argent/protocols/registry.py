@@ -7,7 +7,7 @@ is its module (its ``benchmarks:`` entry dataclass, its run function and its met
   ``argent.evaluation.runner`` calls its ``run`` and writes its ``units`` into every result;
 - the tables: ``argent.tables.readers`` checks each metric a result holds against its ``kinds`` (and ``required``,
   ``undefined_when_zero``);
-- the results layout: ``argent.runs.layout.HiershapesFolder.benchmark_paths`` fills a ``dataset: hiershapes``
+- the embedded data set's layout: ``argent.runs.embedded.HiershapesFolder.benchmark_paths`` fills a ``dataset: hiershapes``
   entry from its ``embedded`` files.
 
 Entry types and run functions are named (``"module:attribute"``, ``argent.lazy.named``) and imported when an

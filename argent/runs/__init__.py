@@ -4,8 +4,10 @@ written, a run's identity, and Snakemake's job records.
 Modules:
 
 - ``layout``: the results layout, paths only (``Results``, ``RunFolder``, ``run_dir``, ``eval_dir``,
-  ``CleanFolder``, ``HiershapesFolder``, ``is_under``, the names that become path components); no other
-  module spells one of its file names;
+  ``CleanFolder``, ``is_under``, the names that become path components); no other module spells one of its file
+  names; ``embedded``: the embedded data set's (``HiershapesFolder``: what ``argent synth`` writes, what each
+  protocol reads of it);
+- ``workflow_lock``: one Snakemake per results folder;
 - ``identity``: a run's identity, the values off their pinned defaults, and its hash (docs/reliability.md §11);
 - ``folder``: reading and writing a run folder's files (config, metrics, checkpoint, provenance; the
   one-writer lock; the checkpoint's stamp checked against the config);
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING
 from argent.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); import-linter sees them
+    from argent.runs.embedded import DEFAULT_HIERSHAPES, EMBEDDED, VAL, HiershapesFolder
     from argent.runs.folder import (
         CheckpointError,
         ResumeMismatch,
@@ -77,10 +80,8 @@ if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); impo
         CHECKPOINT,
         CONFIG,
         CURVES,
-        DEFAULT_HIERSHAPES,
         DEFAULT_RESULTS,
         EFFECTIVE_CONFIG,
-        EMBEDDED,
         EVAL_DIR,
         IMAGE_CACHE_DIR,
         METRICS,
@@ -99,11 +100,9 @@ if TYPE_CHECKING:  # the public names, imported on first use (argent.lazy); impo
         STUDY_SUMMARY,
         STUDY_TRIALS,
         SUMMARY,
-        VAL,
         WORKFLOW_LOCK,
         WRITER_LOCK,
         CleanFolder,
-        HiershapesFolder,
         Results,
         RunFolder,
         default_tracking_uri,

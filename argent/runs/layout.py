@@ -26,7 +26,7 @@ the workflow writes is derived from them here (argent/config/derived_paths.py fi
     <results>/data/<dataset>/hierarcaps_clean.csv, negative_pool.csv   argent clean (CleanFolder)
     <results>/data/negatives/<name>.parquet                             argent mine (Results.negatives)
     <results>/data/image_cache/<name>/                                  the decoded-image cache
-    <hiershapes.out>/train/shard-*.tar, classification[_val]/, ...     argent synth (HiershapesFolder)
+    <hiershapes.out>/train/shard-*.tar, classification[_val]/, ...     argent synth (argent/runs/embedded.py)
 
 ``is_under`` is the one answer to "does this path lie in that folder" (Path parts, never a string prefix).
 
@@ -42,8 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from argent.protocols.registry import PROTOCOLS
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 SIZE_RE = re.compile(r"^[A-Za-z0-9]+$")
@@ -68,12 +66,10 @@ STUDY_BEST = "best.yaml"  # tune/<study>/: the best trial's variant fields (trai
 STUDY_TRIALS = "trials.csv"  # tune/<study>/: every trial
 STUDY_SUMMARY = "summary.json"  # tune/<study>/: the study's outcome (argent/tuning/export.py)
 EFFECTIVE_CONFIG = "workflow_config.yaml"  # the merged workflow config every verb of a workflow reads
-WORKFLOW_LOCK = ".workflow.lock"  # held by the one Snakemake process that runs the results folder (argent.io)
+WORKFLOW_LOCK = ".workflow.lock"  # held by the one Snakemake that runs the results folder (runs/workflow_lock.py)
 GROUPS_DIR = "groups"  # <results>/groups/<group>.yaml: each group's config; planned_runs.json beside them
 PLANNED_RUNS = "planned_runs.json"  # the identity hash the DAG build plans for each run it trains at home
 DEFAULT_RESULTS = "results"  # ``results:`` when the config leaves it out (the schema's default)
-DEFAULT_HIERSHAPES = "data/hiershapes"  # ``hiershapes.out`` when the config leaves it out (the schema's default)
-EMBEDDED = "hiershapes"  # the one data set the workflow generates itself (argent synth, under hiershapes.out)
 NEGATIVES_DIR = "negatives"  # <results>/data/negatives/<name>.parquet
 IMAGE_CACHE_DIR = "image_cache"  # <results>/data/image_cache/<name>/
 STEP_TIMES = "bench/step_times.json"  # <results>/bench/step_times.json: seconds per step per size (argent plan)
@@ -341,7 +337,7 @@ class Results:
 
     @property
     def workflow_lock(self) -> Path:
-        """The lock the one Snakemake that runs this results folder holds (``argent.io.hold_workflow``)."""
+        """The lock the one Snakemake that runs this results folder holds (argent/runs/workflow_lock.py)."""
         return self.root / WORKFLOW_LOCK
 
     @property
@@ -358,49 +354,3 @@ class Results:
         """The identity hash of each run the DAG build plans to train at home (written beside the group configs
         with the effective config, by the same build; ``argent evaluate`` reads it: argent/config/groups.py)."""
         return self.root / GROUPS_DIR / PLANNED_RUNS
-
-
-VAL = "val"  # the validation split of the embedded data set (``split: val``); anything else is its test split
-
-
-@dataclass(frozen=True)
-class HiershapesFolder:
-    """What ``argent synth`` writes under ``hiershapes.out`` (argent/data/hiershapes/generate.py),
-    and which of it each evaluation protocol reads. Test split by default, ``val`` for tuning."""
-
-    root: Path
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "root", Path(self.root))
-
-    @property
-    def manifest(self) -> Path:
-        """Written last: the data set is complete."""
-        return self.root / "manifest.json"
-
-    @property
-    def train_shards(self) -> str:
-        """The training shards, as a glob (``data.train_shards: hiershapes``)."""
-        return str(self.root / "train" / "shard-*.tar")
-
-    def classification(self, split: str = "test") -> Path:
-        """Image folders by class id with ``taxonomy.txt`` (zero-shot; the probe's images)."""
-        return self.root / ("classification_val" if split == VAL else "classification")
-
-    def hierarcaps(self, split: str = "test") -> Path:
-        """HierarCaps format: ``hierarcaps_test.csv`` + ``images/`` (PEP, HierarCaps, analysis; cleaning)."""
-        return self.root / ("hierarcaps_val" if split == VAL else "hierarcaps")
-
-    def benchmark_paths(self, protocol: str, split: str = "test") -> dict[str, str]:
-        """{entry key: path} of a ``benchmarks:`` entry with ``dataset: hiershapes``: the protocol record's
-        ``embedded`` files (argent/protocols/registry.py) in this split's folders (empty: no such split)."""
-        record = PROTOCOLS.get(protocol)
-        if record is None or (VAL if split == VAL else "test") not in record.splits:
-            return {}
-        folders = {"classification": self.classification(split).name, "hierarcaps": self.hierarcaps(split).name}
-        return {key: str(self.root / path.format(**folders)) for key, path in record.embedded.items()}
-
-    def clean_source(self, split: str = "test") -> dict[str, str]:
-        """A ``clean.datasets`` entry's ``csv`` and ``images`` for one split."""
-        caps = self.hierarcaps(split)
-        return {"csv": str(caps / "hierarcaps_test.csv"), "images": str(caps / "images")}

@@ -9,11 +9,12 @@ import tempfile
 from pathlib import Path
 
 from argent.config import ConfigError, setting
-from argent.io import ArgentError, hold_workflow, write_text_if_changed
+from argent.io import ArgentError, write_text_if_changed
 from argent.plan.dag import build_dag, file_digest, stable_hash
 from argent.config.groups import TUNED_VARIANT, RunKey, base_variant
 from argent.runs import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, job_record_path, probe_result, run_job_record
 from argent.runs import run_dir as layout_run_dir
+from argent.runs.workflow_lock import hold_workflow
 from argent.tablespec.outputs import table_paths
 from snakemake.exceptions import WorkflowError
 
@@ -26,13 +27,13 @@ RESULTS = Path(setting(config, "results"))  # as written, else its one default (
 # `workflow.dryrun` is still False here; the command line's -n is in the output settings it was built with.
 DRY_RUN = bool(getattr(workflow.output_settings, "dryrun", False))
 
-# One Snakemake per results folder (argent.io.hold_workflow): a second one (another clone's, on the same
+# One Snakemake per results folder (argent.runs.workflow_lock): a second one (another clone's, on the same
 # results:) stops here, naming the first, before the DAG build writes a file or a job of it replaces the
 # first's logs. Only the process the user started holds it: the jobs that parse this file again (Slurm's
 # remote jobs, group jobs) are the holder's own. A dry run takes nothing; it only warns when it is busy.
 if workflow.is_main_process:
     try:
-        _note = hold_workflow(Results(RESULTS).workflow_lock, f"snakemake in {ROOT}", dry_run=DRY_RUN)
+        _note = hold_workflow(RESULTS, f"snakemake in {ROOT}", dry_run=DRY_RUN)
     except ArgentError as err:
         raise WorkflowError(str(err)) from None  # one message, no Python frames
     if _note:

@@ -15,9 +15,8 @@ import yaml
 
 from tests.fixtures import ROOT, checksums
 
-HOLD = ("import sys\nfrom argent.io import hold_workflow\nfrom argent.runs import Results\n"
-        "hold_workflow(Results(sys.argv[1]).workflow_lock, 'snakemake in /the/first/clone')\nprint('held', flush=True)\n"
-        "sys.stdin.read()")
+HOLD = ("import sys\nfrom argent.runs.workflow_lock import hold_workflow\n"
+        "hold_workflow(sys.argv[1], 'snakemake in /the/first/clone')\nprint('held', flush=True)\nsys.stdin.read()")
 
 
 def test_a_second_snakemake_on_a_held_results_folder_stops_at_once_and_writes_nothing(tmp_path):

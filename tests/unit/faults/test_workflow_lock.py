@@ -1,5 +1,5 @@
 """One workflow per results folder (issue 45 item 4), the lock helper the Snakefile takes at parse time
-(``argent.io.hold_workflow``; tests/integration/faults/test_one_workflow.py runs the real Snakemake).
+(``argent.runs.workflow_lock.hold_workflow``; tests/integration/faults/test_one_workflow.py runs the real Snakemake).
 Holders are real processes: the lock lives as long as the process that took it."""
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from argent.io import ArgentError, hold_workflow
-from argent.runs import WORKFLOW_LOCK as LOCK
-from argent.runs import Results
+from argent.io import ArgentError
+from argent.runs.layout import WORKFLOW_LOCK as LOCK
+from argent.runs.workflow_lock import hold_workflow
 from tests.fixtures import ROOT, checksums
 
 # Takes the lock of argv[1] as "snakemake in argv[2]", prints what hold_workflow said (or the refusal),
 # then holds it until stdin closes (or, with argv[3] == "exit", ends at once: released at exit).
 HOLDER = textwrap.dedent("""
     import sys
-    from argent.io import ArgentError, hold_workflow
-    from argent.runs import Results
+    from argent.io import ArgentError
+    from argent.runs.workflow_lock import hold_workflow
     try:
-        note = hold_workflow(Results(sys.argv[1]).workflow_lock, f"snakemake in {sys.argv[2]}")
-        again = hold_workflow(Results(sys.argv[1]).workflow_lock, "the same process, parsing again")
+        note = hold_workflow(sys.argv[1], f"snakemake in {sys.argv[2]}")
+        again = hold_workflow(sys.argv[1], "the same process, parsing again")
     except ArgentError as err:
         print(f"refused: {err}", flush=True)
         sys.exit(2)
@@ -56,7 +56,7 @@ def test_a_second_workflow_stops_at_once_naming_the_first_and_touching_nothing(h
     results, first = held
     before = checksums(results)
     with pytest.raises(ArgentError) as info:
-        hold_workflow(Results(results).workflow_lock, "snakemake in /clone-b")
+        hold_workflow(results, "snakemake in /clone-b")
     message = str(info.value)
     assert str(results) in message and f"pid {first.pid} on {socket.gethostname()}" in message, message
     assert "since " in message and "snakemake in /clone-a" in message and "another Snakemake" in message
@@ -65,11 +65,10 @@ def test_a_second_workflow_stops_at_once_naming_the_first_and_touching_nothing(h
 
 def test_a_dry_run_takes_nothing_and_only_warns(held, tmp_path):
     results, first = held
-    note = hold_workflow(Results(results).workflow_lock, "snakemake in /clone-b", dry_run=True)
+    note = hold_workflow(results, "snakemake in /clone-b", dry_run=True)
     assert note is not None and f"pid {first.pid}" in note and "dry run" in note
     free = tmp_path / "free"
-    assert hold_workflow(Results(free).workflow_lock, "snakemake in /clone-b", dry_run=True) is None
-    assert not free.exists()
+    assert hold_workflow(free, "snakemake in /clone-b", dry_run=True) is None and not free.exists()
 
 
 def test_the_lock_is_released_when_its_snakemake_ends(tmp_path):

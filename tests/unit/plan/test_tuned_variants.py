@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argent.check import PreflightError, claim_run_problems, preflight
+from argent.check.preflight import PreflightError, preflight
+from argent.check.runs import claim_run_problems
 from argent.config import ConfigError, load_config, load_variants
 from argent.config.groups import RunKey, base_variant, run_experiment, tuned_base, tuned_study
 from argent.plan.cost import group_costs
