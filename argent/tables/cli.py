@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     from argent.tables.run import TablesOptions, run  # polars, scipy, torch: after the parse, so --help is instant
 
     # a missing file or a typo: one message; merged over config/config.yaml as Snakemake does
-    cfg = load_config(args.config, args.overrides, merge_default=not args.no_default).raw
-    opts = TablesOptions(cfg, args.results, args.out, args.figures, args.curves, args.claims)
+    workflow = load_config(args.config, args.overrides, merge_default=not args.no_default)
+    opts = TablesOptions(workflow, args.results, args.out, args.figures, args.curves, args.claims)
     try:
         run(opts)
     except (ValueError, FileNotFoundError) as err:

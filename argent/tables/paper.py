@@ -28,6 +28,7 @@ import polars as pl
 import yaml
 
 from argent.tables.stats import Summary, fmt_summary, mean_ci
+from argent.tablespec.section import Column, Row, RowGroup
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "resources" / "published.yaml"
 PARTIAL_MARK = "†"
@@ -96,25 +97,25 @@ class TableInput:
         return cls(seed_index(long), present, sizes, seeds, flagged)
 
 
-def layout(data: TableInput, rows: list[dict[str, str]], columns: list[dict[str, Any]],
+def layout(data: TableInput, rows: list[Row], columns: list[Column],
            group: str = "") -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    """rows [{label, variant}] × sizes × columns [{label, benchmark, metric, scale?}] ->
+    """rows (label, variant) × sizes × columns (label, benchmark, metric, scale) of the ``tables:`` section ->
     (markdown lines as dicts, CSV records with the numbers)."""
     lines, records = [], []
     for size in data.sizes:
         for row in rows:
-            variant = row["variant"]
+            variant = row.variant
             n_conf = len(data.seeds.get(variant, []))
-            line = {"row": row["label"], "size": size}
+            line = {"row": row.label, "size": size}
             for col in columns:
-                scale = float(col.get("scale", 1.0))
-                cell = make_cell(data.index, data.present, variant, size, col["benchmark"], col["metric"], n_conf,
-                                 (variant, size, col["benchmark"]) in data.flagged)
-                line[col["label"]] = cell_text(cell, scale)
+                scale = float(col.scale)
+                cell = make_cell(data.index, data.present, variant, size, col.benchmark, col.metric, n_conf,
+                                 (variant, size, col.benchmark) in data.flagged)
+                line[col.label] = cell_text(cell, scale)
                 s = cell.summary
                 records.append({
-                    "group": group, "row": row["label"], "variant": variant, "size": size, "column": col["label"],
-                    "benchmark": col["benchmark"], "metric": col["metric"],
+                    "group": group, "row": row.label, "variant": variant, "size": size, "column": col.label,
+                    "benchmark": col.benchmark, "metric": col.metric,
                     "mean": None if s.mean is None else s.mean * scale,
                     "ci95": None if s.half_width is None else s.half_width * scale,
                     "std": None if s.std is None else s.std * scale,
@@ -148,25 +149,24 @@ def seeds_note(data: TableInput, variants: list[str]) -> str:
     return "Seeds the config trains per variant: " + ", ".join(parts) + "."
 
 
-def main_table(data: TableInput, spec: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """``spec["rows"]``: [{label, variant}] (variant as ``<group>/<variant>``); default: one row per
-    entry of ``spec["variants"]``."""
-    rows = spec.get("rows") or [{"label": v, "variant": v} for v in spec["variants"]]
-    lines, records = layout(data, rows, spec["columns"])
-    md = ["# Main results (ARGENT Table 2 layout)", "", CELL_LEGEND, "", seeds_note(data, [r["variant"] for r in rows]), ""]
-    if spec.get("left_out"):
-        md += [f"Left out (their group is off in this config): {', '.join(spec['left_out'])}.", ""]
+def main_table(data: TableInput, rows: list[Row], columns: list[Column],
+               left_out: list[str] = ()) -> tuple[str, list[dict[str, Any]]]:
+    """``rows``: (label, variant as ``<group>/<variant>``); ``left_out``: the rows whose group is off, named."""
+    lines, records = layout(data, rows, columns)
+    md = ["# Main results (ARGENT Table 2 layout)", "", CELL_LEGEND, "", seeds_note(data, [r.variant for r in rows]), ""]
+    if left_out:
+        md += [f"Left out (their group is off in this config): {', '.join(left_out)}.", ""]
     md += [markdown(lines), "", published_markdown("table2"), ""]
     return "\n".join(md), records
 
 
-def ablation_table(data: TableInput, spec: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    named = [r["variant"] for g in spec["groups"] for r in g["rows"]]
+def ablation_table(data: TableInput, groups: list[RowGroup], columns: list[Column]) -> tuple[str, list[dict[str, Any]]]:
+    named = [r.variant for g in groups for r in g.rows]
     md = ["# Ablations (ARGENT Table 3 layout)", "", CELL_LEGEND, "", seeds_note(data, named), ""]
     records: list[dict[str, Any]] = []
-    for group in spec["groups"]:
-        lines, recs = layout(data, group["rows"], spec["columns"], group["name"])
-        md += [f"## {group['name']}", "", markdown(lines), ""]
+    for group in groups:
+        lines, recs = layout(data, group.rows, columns, group.name)
+        md += [f"## {group.name}", "", markdown(lines), ""]
         records += recs
     md += [published_markdown("table3"), ""]
     return "\n".join(md), records

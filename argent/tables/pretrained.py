@@ -15,12 +15,13 @@ from argent.io import flatten
 from argent.runs import PRETRAINED_GROUP
 from argent.tables.paper import PARTIAL_MARK
 from argent.tables.readers import read_evaluation
+from argent.tablespec.section import Column
 
 TABLE = "pretrained"  # tables/pretrained.{md,csv}
 NOTE = "released checkpoints, not trained here"
 
 
-def pretrained_table(eval_dir: Path, columns: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]] | None:
+def pretrained_table(eval_dir: Path, columns: list[Column]) -> tuple[str, list[dict[str, Any]]] | None:
     """(markdown, records) for every pretrained model evaluated under ``eval_dir``; None when there is none."""
     models: dict[str, dict[str, dict[str, Any]]] = {}
     for path in sorted((eval_dir / PRETRAINED_GROUP).glob("*/seed0/*.json")):
@@ -34,13 +35,13 @@ def pretrained_table(eval_dir: Path, columns: list[dict[str, Any]]) -> tuple[str
                                "sha256": (source.get("sha256") or "")[:12]}
         cells = []
         for col in columns:
-            result = results.get(col["benchmark"])
+            result = results.get(col.benchmark)
             metrics = flatten(result.get("metrics", {}), sep="/") if result else {}
-            value = metrics.get(col["metric"])
-            scaled = None if value is None else float(value) * float(col.get("scale", 1.0))
+            value = metrics.get(col.metric)
+            scaled = None if value is None else float(value) * float(col.scale)
             partial = bool(result) and result.get("partial") is True  # skipped items: marked, as in the main table
-            row[col["label"]] = scaled
-            row[f"{col['label']} partial"] = partial
+            row[col.label] = scaled
+            row[f"{col.label} partial"] = partial
             mark = f" {PARTIAL_MARK}" if partial and scaled is not None else ""
             cells.append("not evaluated" if result is None else "n/a" if scaled is None else f"{scaled:.1f}{mark}")
         records.append(row)
@@ -49,6 +50,6 @@ def pretrained_table(eval_dir: Path, columns: list[dict[str, Any]]) -> tuple[str
               "One evaluation of the released weights per model (no seeds, no interval); argent's protocol and "
               "data, the model's own preprocessing and tokenizer (docs/pretrained.md). Not part of any claim. "
               f"{PARTIAL_MARK} = an evaluation marked partial (items skipped; its JSON says why).", "",
-              "| model | layout | " + " | ".join(c["label"] for c in columns) + " |",
+              "| model | layout | " + " | ".join(c.label for c in columns) + " |",
               "|---|---|" + "---|" * len(columns)]
     return "\n".join(header + lines) + "\n", records

@@ -13,6 +13,7 @@ import torch
 from argent.engine.trainer import train
 from argent.tables.collect import LONG_SCHEMA, collect
 from argent.tables.paper import PARTIAL_MARK, TableInput, layout
+from argent.tablespec.section import Column, Row
 from tests.fixtures import analysis_config, stream, tiny_exp
 
 
@@ -74,7 +75,7 @@ def test_tables_mark_a_partial_evaluation_with_the_partial_mark(tmp_path):
     assert long.schema["partial"] == LONG_SCHEMA["partial"]
     assert long.filter(pl.col("partial"))["variant"].to_list() == ["meru"]
     data = TableInput.build(long, ["tiny"], {"meru": [0, 1], "clip": [0, 1]})
-    lines, records = layout(data, [{"label": "MERU", "variant": "meru"}, {"label": "CLIP", "variant": "clip"}],
-                            [{"label": "Cls", "benchmark": "hs_zeroshot", "metric": "top1", "scale": 100}])
+    lines, records = layout(data, [Row("MERU", "meru"), Row("CLIP", "clip")],
+                            [Column("Cls", "hs_zeroshot", "top1", 100)])
     assert lines[0]["Cls"].endswith(PARTIAL_MARK) and not lines[1]["Cls"].endswith(PARTIAL_MARK)
     assert [r["partial"] for r in records] == [True, False]

@@ -24,6 +24,7 @@ from argent.tables.items import collect_items
 from argent.tables.paper import TableInput, layout
 from argent.tables.paper import markdown as table_markdown
 from argent.tables.run import hardware_note
+from argent.tablespec.section import Column, Row
 
 WRONG = ["x", [1], {"a": 1}, True, None, math.nan, math.inf, -math.inf, -7.5, 1e308]
 WRONG_TEXT = ["x", "nan", "inf", "-inf", "-7.5", "1e308", "NA"]  # a TSV cell holds text only
@@ -185,10 +186,8 @@ class Results:
         """What the readers of ``kind``'s file put into the tables (cells, footnotes, classes, cost)."""
         if kind in ("zs", "hc", "pep", "summary"):
             long = collect(self.root / "eval").drop("group")
-            columns = [{"label": f"{b}/{m}", "benchmark": b, "metric": m}
-                       for b, d in (("zs", ZS), ("hc", HC), ("pep", PEP)) for m in d["metrics"]]
-            lines, _ = layout(TableInput.build(long, ["tiny"], {"clip": [0]}), [{"label": "clip", "variant": "clip"}],
-                              columns)
+            columns = [Column(f"{b}/{m}", b, m) for b, d in (("zs", ZS), ("hc", HC), ("pep", PEP)) for m in d["metrics"]]
+            lines, _ = layout(TableInput.build(long, ["tiny"], {"clip": [0]}), [Row("clip", "clip")], columns)
             return "\n".join([table_markdown(lines), skips_footnote(collect_skips(self.root)),
                               repr(collect_items(self.root / "eval"))])
         if kind == "provenance":  # the mixed-hardware footnote: this run trained on two classes

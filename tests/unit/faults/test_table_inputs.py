@@ -20,6 +20,7 @@ from argent.tables.collect import check_run_identities, collect, collect_skips
 from argent.tables.cost import write_cost_tables
 from argent.tables.paper import TableInput, layout
 from argent.tables.run import hardware_note
+from argent.tablespec.section import Column, Row
 from tests.fixtures import claims_config, write_eval_results
 
 KEY = RunKey("main", "clip", "tiny", 0)
@@ -41,8 +42,8 @@ def evaluation(root: Path, name: str = "zs", **change: object) -> Path:
 def cell(root: Path, benchmark: str = "zs", metric: str = "top1") -> str:
     """The main table's cell of main/clip-tiny at ``benchmark``/``metric`` (scale 100)."""
     long = collect(root / "eval").drop("group")
-    lines, _ = layout(TableInput.build(long, ["tiny"], {"clip": [0]}), [{"label": "clip", "variant": "clip"}],
-                      [{"label": "c", "benchmark": benchmark, "metric": metric, "scale": 100}])
+    lines, _ = layout(TableInput.build(long, ["tiny"], {"clip": [0]}), [Row("clip", "clip")],
+                      [Column("c", benchmark, metric, 100)])
     return lines[0]["c"]
 
 

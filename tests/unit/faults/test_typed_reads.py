@@ -15,6 +15,7 @@ import yaml
 from argent.config import ConfigError, load_config
 from argent.plan.dag import build_dag
 from argent.tablespec.claims import load_claims
+from argent.tablespec.section import Column
 from tests.fixtures import ROOT, tiny_exp
 
 MARGINS = {"tie": {"delta": 0.05, "why": "test"}, "zeroshot": {"delta": 1.0, "why": "test"}}
@@ -215,8 +216,7 @@ def test_a_partial_pretrained_evaluation_is_marked_in_the_pretrained_table(tmp_p
     source = {"layout": "meru", "arch": "vit_s"}
     (folder / "zs.json").write_text(json.dumps({"metrics": {"top1": 0.5}, "partial": True, "pretrained": source}))
     (folder / "ret.json").write_text(json.dumps({"metrics": {"t2i_R@5": 0.25}, "partial": False, "pretrained": source}))
-    md, records = pretrained_table(tmp_path / "eval", [{"label": "Cls", "benchmark": "zs", "metric": "top1", "scale": 100},
-                                                     {"label": "R@5", "benchmark": "ret", "metric": "t2i_R@5"}])
+    md, records = pretrained_table(tmp_path / "eval", [Column("Cls", "zs", "top1", 100), Column("R@5", "ret", "t2i_R@5")])
     assert "| hycoclip-S | meru:vit_s | 50.0 † | 0.2 |" in md and "† = an evaluation marked partial" in md
     assert records[0]["Cls partial"] is True and records[0]["R@5 partial"] is False
 

@@ -33,6 +33,7 @@ from argent.models.pretrained.meru_towers import MeruArch
 from argent.models.pretrained.section import LAYOUTS, available_entries, parse_pretrained_section
 from argent.tables.collect import collect
 from argent.tables.pretrained import pretrained_table
+from argent.tablespec.section import Column
 
 # A tiny configuration in the released layout (the forward checks); the vocabulary and context stay
 # the release's so the real tokenizer's ids fit.
@@ -338,8 +339,7 @@ def test_evaluate_cli_writes_where_the_tables_read(tmp_path: Path, monkeypatch: 
     assert data["config_hash"] == f"sha256:{data['pretrained']['sha256']}"
     rows = collect(results / "eval")
     assert set(rows["group"]) == {"pretrained"} and set(rows["variant"]) == {"hycoclip"} and set(rows["size"]) == {"T"}
-    md, records = pretrained_table(results / "eval", [{"label": "Cls", "benchmark": "zs", "metric": "top1", "scale": 100},
-                                                    {"label": "PEP", "benchmark": "pep", "metric": "auc"}])
+    md, records = pretrained_table(results / "eval", [Column("Cls", "zs", "top1", 100), Column("PEP", "pep", "auc")])
     assert records[0]["model"] == "hycoclip-T" and records[0]["Cls"] == pytest.approx(100 * data["metrics"]["top1"])
     assert "released checkpoints, not trained here" in md and "| hycoclip-T | meru:tiny | " in md and "not evaluated |" in md
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{results / 'mlflow.db'}")

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from argent.cli import main as argent_main
-from argent.config import load_config
+from argent.config import WorkflowConfig, load_config
 from argent.plan.groups import build_plan
 from argent.plan.table_choice import choose_tables
 from argent.tables.html import markdown_html, write_html
@@ -85,7 +85,7 @@ def test_the_tables_job_leaves_them_out_prints_why_and_removes_their_old_files(c
     for path in stale.values():  # an earlier run's claims table in the same results folder
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("old")
-    written = run(TablesOptions(_one_seed_main_only(claims_config(claims_file)), results))
+    written = run(TablesOptions(WorkflowConfig(_one_seed_main_only(claims_config(claims_file))), results))
     out = capsys.readouterr().out
     assert "argent tables: no claims table: each claim's two runs share 1 seed at most" in out
     assert "argent tables: no ablations table: none of its rows' groups runs" in out

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from argent.cli import main as argent_main
+from argent.config import WorkflowConfig
 from argent.tables.run import TablesOptions, run
 from argent.tables.stats import mean_ci
 from argent.tablespec.claims import NO_PRIMARY, expected_sign, load_claims
@@ -49,7 +50,7 @@ def built(tmp_path):
     claims.write_text(yaml.safe_dump(CLAIMS))
     results = tmp_path / "results"
     write_eval_results(results)
-    run(TablesOptions(claims_config(claims), results))
+    run(TablesOptions(WorkflowConfig(claims_config(claims)), results))
     return results / "tables"
 
 
@@ -110,7 +111,7 @@ def test_partial_seeds_pair_only_common_seeds_and_say_so(tmp_path):
     claims.write_text(yaml.safe_dump(CLAIMS))
     results = tmp_path / "results"
     write_eval_results(results, drop=(("hycoclip", 2),))
-    run(TablesOptions(claims_config(claims), results))
+    run(TablesOptions(WorkflowConfig(claims_config(claims)), results))
     row = _claim(results / "tables", "up")
     assert (row["n"], row["n_configured"], row["partial"], row["seeds"]) == (2, 3, True, "0 1")
     main = pl.read_csv(results / "tables" / "main.csv")
@@ -157,7 +158,7 @@ def test_mechanism_from_the_last_diagnostics(tmp_path):
     clip_dir = results / "runs" / "main" / "clip-tiny" / "seed0"
     clip_dir.mkdir(parents=True)
     (clip_dir / "metrics.jsonl").write_text(json.dumps({"step": 8, "diag/norm/image/mean": 1.0}) + "\n")
-    run(TablesOptions(claims_config(claims), results))
+    run(TablesOptions(WorkflowConfig(claims_config(claims)), results))
     mech = pl.read_csv(results / "tables" / "mechanism.csv")
     meru = mech.filter(pl.col("variant") == "main/meru").to_dicts()
     assert [r["pair"] for r in meru] == ["text_image"]
@@ -188,7 +189,7 @@ def test_claims_file_errors_name_the_claim(tmp_path):
     results = tmp_path / "results"
     write_eval_results(results)
     with pytest.raises(ValueError, match="claim y, metric tie: published A − B = \\+0.2"):
-        run(TablesOptions(claims_config(claims), results))
+        run(TablesOptions(WorkflowConfig(claims_config(claims)), results))
 
 
 def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_path):

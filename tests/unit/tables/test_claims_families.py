@@ -11,6 +11,7 @@ import pytest
 import yaml
 from scipy import stats as scipy_stats
 
+from argent.config import WorkflowConfig
 from argent.tables.multiplicity import benjamini_hochberg, holm
 from argent.tables.run import TablesOptions, run
 from tests.fixtures import EVAL, GROUP_OF, MARGINS, claims_config, write_eval_results
@@ -101,7 +102,7 @@ def table(tmp_path_factory) -> pl.DataFrame:
     released.parent.mkdir(parents=True)
     released.write_text(json.dumps({"benchmark": "hs_zeroshot", "variant": "hycoclip", "size": "S", "seed": 0,
                                     "pretrained": {"layout": "meru", "arch": "vit_s"}, "metrics": {"top1": 0.417}}))
-    run(TablesOptions(_items_config(claims), results, base_dir=tmp))
+    run(TablesOptions(WorkflowConfig(_items_config(claims)), results, base_dir=tmp))
     return pl.read_csv(results / "tables" / "claims.csv")
 
 
@@ -195,7 +196,7 @@ def test_a_pair_of_runs_tested_twice_on_one_metric_is_refused(tmp_path):
     results = tmp_path / "results"
     write_eval_results(results)
     with pytest.raises(ValueError, match=r"claims T2 and T3a test the same runs \(main/argent vs main/hycoclip"):
-        run(TablesOptions(claims_config(path), results))
+        run(TablesOptions(WorkflowConfig(claims_config(path)), results))
 
 
 def test_an_evaluation_placed_under_another_runs_folder_is_refused(tmp_path):
@@ -209,7 +210,7 @@ def test_an_evaluation_placed_under_another_runs_folder_is_refused(tmp_path):
                                  "metrics": {"auc": 0.9}}))
     with pytest.raises(ValueError, match=r"hycoclip-tiny/seed1/hs_pep.json: the evaluation records variant 'argent' "
                                          r"\(folder: 'hycoclip'\)"):
-        run(TablesOptions(claims_config(path), results))
+        run(TablesOptions(WorkflowConfig(claims_config(path)), results))
 
 
 def test_pretrained_models_are_rows_of_the_main_table_and_in_no_claim(table, tmp_path_factory):

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 import yaml
 
-from argent.config import ConfigError
+from argent.config import ConfigError, WorkflowConfig
 from argent.tables.protocol_card import best_value, tie_share_key
 from argent.tables.run import TablesOptions, run
 from argent.tablespec.claims import load_claims
@@ -57,7 +57,7 @@ def _tables(tmp_path: Path, claims: dict, arms: dict, collapse: dict | None = No
     cfg["runs"]["seeds"] = list(SEEDS)
     results = tmp_path / "results"
     _write(results, arms, collapse)
-    run(TablesOptions(cfg, results))
+    run(TablesOptions(WorkflowConfig(cfg), results))
     return pl.read_csv(results / "tables" / "claims.csv")
 
 
