@@ -129,10 +129,7 @@ def run(job: CleanJob, scorer: Scorer | None = None, table1_scorer: Scorer | Non
     kept = table.filter(pl.col("kept"))
     _log(f"kept {kept.height} of {len(samples)}", t0)
 
-    bad = pl.DataFrame({"id": [r.id for r in rejected], "row": [r.row for r in rejected],
-                        "reason": [f"bad_data:{r.reason}" for r in rejected], "detail": [r.detail for r in rejected]},
-                       schema={"id": pl.String, "row": pl.Int64, "reason": pl.String, "detail": pl.String})
-    full_table = pl.concat([table, bad], how="diagonal_relaxed").sort("row")
+    full_table = pl.concat([table, _bad_rows(rejected)], how="diagonal_relaxed").sort("row")
 
     kept_rows = set(kept["row"].to_list())
     clean_csv = read_header_raw(job.csv) + "".join(
@@ -151,18 +148,30 @@ def run(job: CleanJob, scorer: Scorer | None = None, table1_scorer: Scorer | Non
     summary = _summary(job, rule, scorer, expanded, policy, records, rejected, table, degrees, pool, table1)
     summary["table1_scorer"] = table1_spec if table1 is not None else None
     mark_partial(summary, policy, f"clean {job.csv}", log)  # fewer rows than the CSV holds (skip mode)
-    out = CleanFolder(job.out_dir)
+    _write(CleanFolder(job.out_dir), clean_csv, {"scores": full_table, "degrees": degrees, "negative_pool": pool},
+           table1, f"Table 1 analysis: {summary['table1_scorer']} (neighbours: {scorer.spec}), {job.csv.name}", summary)
+    _log(f"wrote {job.out_dir}", t0)
+    return summary
+
+
+def _bad_rows(rejected: list) -> pl.DataFrame:
+    """The rows the bad-data policy dropped, as rows of the scores table (reason ``bad_data:<reason>``)."""
+    return pl.DataFrame({"id": [r.id for r in rejected], "row": [r.row for r in rejected],
+                         "reason": [f"bad_data:{r.reason}" for r in rejected], "detail": [r.detail for r in rejected]},
+                        schema={"id": pl.String, "row": pl.Int64, "reason": pl.String, "detail": pl.String})
+
+
+def _write(out: CleanFolder, clean_csv: str, tables: dict[str, pl.DataFrame], table1: pl.DataFrame | None,
+           table1_title: str, summary: dict) -> None:
+    """Every output of the cleaning, the summary last."""
     atomic_write_text(out.clean_csv, clean_csv)
-    atomic_write_text(out.scores, _csv_text(full_table))
-    atomic_write_text(out.degrees, _csv_text(degrees))
-    atomic_write_text(out.negative_pool, _csv_text(pool))
+    atomic_write_text(out.scores, _csv_text(tables["scores"]))
+    atomic_write_text(out.degrees, _csv_text(tables["degrees"]))
+    atomic_write_text(out.negative_pool, _csv_text(tables["negative_pool"]))
     if table1 is not None:
         atomic_write_text(out.table1_csv, _csv_text(table1))
-        atomic_write_text(out.table1_md, to_markdown(table1, f"Table 1 analysis: {summary['table1_scorer']} "
-                                                       f"(neighbours: {scorer.spec}), {job.csv.name}"))
+        atomic_write_text(out.table1_md, to_markdown(table1, table1_title))
     atomic_write_text(out.summary, json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    _log(f"wrote {out.root}", t0)
-    return summary
 
 
 def _table1(c: CleanSection, samples, scorer: Scorer, cache: EmbeddingCache, images: np.ndarray, expanded,

@@ -59,6 +59,11 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: expected a mapping, got {value!r}")
         return {str(k): _convert(v, args[1], f"{path}.{k}") for k, v in value.items()}
+    return _scalar(value, tp, path)
+
+
+def _scalar(value: Any, tp: Any, path: str) -> Any:
+    """A value of a plain type (bool, int, float, str, Any, the null of an optional key), checked."""
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: expected true/false, got {value!r}")

@@ -69,7 +69,7 @@ from argent.data.image_cache import (
 from argent.data.manifest import check_against_manifest
 from argent.data.memo import EpochMemo
 from argent.data.policy import BATCH_COUNTS_KEY, BadDataError, BadDataPolicy, CountedBatches
-from argent.data.shards import expand_shards, iter_shard
+from argent.data.shards import iter_shard, training_shards
 from argent.models.tokenizer import tokenize
 
 log = logging.getLogger("argent.data")
@@ -316,16 +316,7 @@ def train_loader(
         raise ValueError(f"train_loader: bad arguments batch_size={batch_size} image_size={image_size} rank={rank} "
                          f"world_size={world_size} data_streams={data_streams} num_workers={num_workers} "
                          f"start_batch={start_batch}")
-    if use_boxes and data_cfg.format != "grounded":
-        raise BadDataError(f"data.format: {data_cfg.format!r} has no boxes, but the variant uses boxes; use grounded shards")
-    shards = expand_shards(data_cfg.train_shards)
-    n_streams = world_size * data_streams
-    if len(shards) < n_streams:
-        raise BadDataError(
-            f"{data_cfg.train_shards}: {len(shards)} shard(s) for {world_size} rank(s) × {data_streams} data "
-            f"stream(s) (train.data_streams) = {n_streams} streams; every stream needs its own shard. Write more, "
-            "smaller shards (e.g. argent synth --shard-size) or use fewer data streams."
-        )
+    shards = training_shards(data_cfg, use_boxes, world_size, data_streams)
     workers = stream_workers(data_streams, num_workers) if num_workers else 0
     if workers != num_workers:
         log.info("train.num_workers %d: %d loader worker(s) share the %d data stream(s) (a worker owns whole streams; "

@@ -1,4 +1,5 @@
-"""WebDataset shards: expand a shard pattern, read raw samples with their row, write shards atomically.
+"""WebDataset shards: expand a shard pattern (``training_shards``: a run's, one per data stream at least), read raw
+samples with their row, write shards atomically.
 
 A raw sample is webdataset's dict: ``__key__``, ``__url__`` and one bytes value per extension
 (``jpg``, ``json``, ``txt``, ...), plus ``__row__``, its 0-based position in the shard, so that a bad
@@ -17,6 +18,7 @@ from typing import Any
 
 from braceexpand import braceexpand
 
+from argent.config import DataConfig
 from argent.data.policy import BadDataError, BadDataPolicy
 
 RawSample = dict[str, Any]
@@ -155,3 +157,19 @@ class ShardWriter:
             self.close()
         else:
             self.abort()
+
+
+def training_shards(data_cfg: DataConfig, use_boxes: bool, world_size: int, data_streams: int) -> list[Path]:
+    """The shard files of ``data.train_shards``, at least one per data stream of every rank, in a format that has
+    the boxes the variant uses."""
+    if use_boxes and data_cfg.format != "grounded":
+        raise BadDataError(f"data.format: {data_cfg.format!r} has no boxes, but the variant uses boxes; use grounded shards")
+    shards = expand_shards(data_cfg.train_shards)
+    n_streams = world_size * data_streams
+    if len(shards) < n_streams:
+        raise BadDataError(
+            f"{data_cfg.train_shards}: {len(shards)} shard(s) for {world_size} rank(s) × {data_streams} data "
+            f"stream(s) (train.data_streams) = {n_streams} streams; every stream needs its own shard. Write more, "
+            "smaller shards (e.g. argent synth --shard-size) or use fewer data streams."
+        )
+    return shards

@@ -29,6 +29,35 @@ from argent.evaluation.protocol_runs import first_n
 __all__ = ["run_analysis"]
 
 
+def _projection(embeddings: dict[str, Tensor], entry: AnalysisEntry, curv: float | None) -> dict[str, np.ndarray]:
+    """{item type: its 2-D points}: the projection (``curv``: Lorentz, into the Poincaré disk; None: Euclidean
+    PCA) fitted on an equal-size sample of every item type."""
+    rng = np.random.default_rng(entry.seed)
+    picked = {k: v[np.sort(rng.permutation(len(v))[: entry.max_points])] for k, v in embeddings.items() if len(v)}
+    stacked = torch.cat(list(picked.values()))
+    if curv is not None:
+        xy = analysis.poincare_projection(stacked, curv, seed=entry.seed)
+    else:
+        xy = analysis.euclidean_projection(stacked, seed=entry.seed)
+    points, start = {}, 0
+    for k, v in picked.items():
+        points[k] = xy[start : start + len(v)]
+        start += len(v)
+    return points
+
+
+def _figures(out_path: Path, norms: dict[str, Tensor], points: dict[str, np.ndarray], xlabel: str,
+             lorentz: bool) -> dict[str, str]:
+    """The norms' and the projection's figures beside the result JSON; returns their paths."""
+    stem = out_path.with_suffix("")
+    figures = {"norms": f"{stem}_norms.png", "projection": f"{stem}_projection.png"}
+    run = "/".join(p.name for p in out_path.parents[2::-1] if p.name)  # group/variant-size/seed<k>: the run
+    analysis.plot_norms({k: v.numpy() for k, v in norms.items()}, Path(figures["norms"]), xlabel, title=run)
+    title = ("log₀ → PCA → Poincaré disk (radius kept)" if lorentz else "PCA of normalised embeddings")
+    analysis.plot_projection(points, Path(figures["projection"]), disk=lorentz, title=f"{run}: {title}")
+    return figures
+
+
 def run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_path: Path | None) -> dict:
     lorentz = model.geometry == "lorentz"
     curv = model.curv().item()
@@ -71,29 +100,13 @@ def run_analysis(model: Any, entry: AnalysisEntry, policy: BadDataPolicy, out_pa
         norms = raw_norms
         metrics = {"unnormalised_norm": {k: analysis.norm_summary(v) for k, v in norms.items()}}
         xlabel = "‖W f‖ before normalisation"
-    # The projection is fitted on an equal-size sample of every item type.
-    rng = np.random.default_rng(entry.seed)
-    picked = {k: v[np.sort(rng.permutation(len(v))[: entry.max_points])] for k, v in embeddings.items() if len(v)}
-    stacked = torch.cat(list(picked.values()))
-    if lorentz:
-        xy = analysis.poincare_projection(stacked, curv, seed=entry.seed)
-    else:
-        xy = analysis.euclidean_projection(stacked, seed=entry.seed)
-    points, start = {}, 0
-    for k, v in picked.items():
-        points[k] = xy[start : start + len(v)]
-        start += len(v)
+    points = _projection(embeddings, entry, curv if lorentz else None)
     metrics["projection_mean_disk_radius" if lorentz else "projection_mean_norm"] = {
         k: float(np.linalg.norm(p, axis=1).mean()) for k, p in points.items()
     }
     figures = {}
     if out_path is not None:
-        stem = out_path.with_suffix("")
-        figures = {"norms": f"{stem}_norms.png", "projection": f"{stem}_projection.png"}
-        run = "/".join(p.name for p in out_path.parents[2::-1] if p.name)  # group/variant-size/seed<k>: the run
-        analysis.plot_norms({k: v.numpy() for k, v in norms.items()}, Path(figures["norms"]), xlabel, title=run)
-        title = ("log₀ → PCA → Poincaré disk (radius kept)" if lorentz else "PCA of normalised embeddings")
-        analysis.plot_projection(points, Path(figures["projection"]), disk=lorentz, title=f"{run}: {title}")
+        figures = _figures(out_path, norms, points, xlabel, lorentz)
     counts = {"n_items": n_items, **{f"n_{k}": len(v) for k, v in embeddings.items()}}
     return {"metrics": metrics, "counts": counts, "figures": figures}
 

@@ -28,7 +28,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from argent.config import threads
 
@@ -74,13 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     # Heavy imports after parsing: --help and usage errors answer without torch.
     import torch
 
-    from argent.cli import explain
     from argent.config import ConfigError, load_config
-    from argent.data.policy import BadDataError
-    from argent.data.taxonomy import TaxonomyError
-    from argent.evaluation.encoding import reuse_image_embeddings
-    from argent.evaluation.runner import evaluate
-    from argent.io import atomic_write_json
     from argent.models.pretrained import PretrainedError
     from argent.tracking import log_evaluation, log_pretrained
 
@@ -103,10 +97,34 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError, PretrainedError, ValueError) as err:
         print(f"argent evaluate: {err}", file=sys.stderr)
         return 2
+    failed, written = _evaluate_all(model, entries, head_base, args.out or None, out_dir)
+    # Onto the training run's MLflow run, or a pretrained model's own; best effort, never raises.
+    if args.run:
+        log_evaluation(args.run, written)
+    elif written:
+        log_pretrained(written, head_base, workflow.raw, args.results)
+    if failed:
+        print(f"argent evaluate: failed: {failed}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _evaluate_all(model: Any, entries: dict[str, Any], head_base: dict, out: Path | None,
+                  out_dir: Path | None) -> tuple[list[str], list[Path]]:
+    """Each benchmark on the model, its JSON written on its own (atomically); a benchmark that fails does not stop
+    the others. Returns (the benchmarks that failed, the files written)."""
+    from argent.cli import explain
+    from argent.config import ConfigError
+    from argent.data.policy import BadDataError
+    from argent.data.taxonomy import TaxonomyError
+    from argent.evaluation.encoding import reuse_image_embeddings
+    from argent.evaluation.runner import evaluate
+    from argent.io import atomic_write_json
+
     failed, written = [], []
     with reuse_image_embeddings():  # one checkpoint: each image set is embedded once, reused by every protocol
         for name, entry in entries.items():
-            out_path = args.out or out_dir / f"{name}.json"
+            out_path = out or out_dir / f"{name}.json"
             try:
                 result = evaluate(model, name, entry, out_path=out_path)
             except Exception as err:  # noqa: BLE001 - one benchmark's failure must not stop the others
@@ -124,15 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             scalars = [(k, v) for k, v in result["metrics"].items() if isinstance(v, (int, float)) or v is None][:12]
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in scalars)
             print(f"{head['benchmark']} ({head['protocol']}, {result['status']}): {shown or 'see the JSON'} -> {out_path}")
-    # Onto the training run's MLflow run, or a pretrained model's own; best effort, never raises.
-    if args.run:
-        log_evaluation(args.run, written)
-    elif written:
-        log_pretrained(written, head_base, workflow.raw, args.results)
-    if failed:
-        print(f"argent evaluate: failed: {failed}", file=sys.stderr)
-        return 2
-    return 0
+    return failed, written
 
 
 def _load(args: argparse.Namespace) -> tuple[torch.nn.Module, dict, Path | None]:

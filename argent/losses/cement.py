@@ -106,17 +106,24 @@ def gradient_share(
         mask = mask.to(device=z.device, dtype=torch.bool)
         if bool(mask.any()):
             out["grad/hard_share"] = ratio[mask].mean().item()
-            c = concreteness.to(device=z.device, dtype=z.dtype)
-            edges = torch.linspace(0.0, 1.0, n_bins + 1, dtype=z.dtype, device=z.device)
-            # bucketize with right=True puts ĉ = 1 in an extra bin; fold it into the last one.
-            which = (torch.bucketize(c, edges, right=True) - 1).clamp(0, n_bins - 1)
-            for k in range(n_bins):
-                sel = mask & (which == k)
-                if bool(sel.any()):
-                    name = f"grad/hard_share_c{edges[k].item():.2f}-{edges[k + 1].item():.2f}"
-                    out[name] = ratio[sel].mean().item()
+            out.update(_binned_shares(ratio, mask, concreteness.to(device=z.device, dtype=z.dtype), n_bins))
         easy = p_pos > easy_threshold
         mass = 2.0 * (1.0 - p_pos)
         out["grad/easy_rows"] = easy.double().mean().item()
         out["grad/easy_mass"] = (mass[easy].sum() / mass.sum().clamp(min=torch.finfo(z.dtype).tiny)).item()
+    return out
+
+
+def _binned_shares(ratio: Tensor, mask: Tensor, c: Tensor, n_bins: int) -> dict[str, float]:
+    """``grad/hard_share_c<lo>-<hi>``: the mean share r_i of the rows with a negative whose ĉ falls in each of
+    ``n_bins`` equal bins on [0, 1] (empty bins left out)."""
+    out: dict[str, float] = {}
+    edges = torch.linspace(0.0, 1.0, n_bins + 1, dtype=c.dtype, device=c.device)
+    # bucketize with right=True puts ĉ = 1 in an extra bin; fold it into the last one.
+    which = (torch.bucketize(c, edges, right=True) - 1).clamp(0, n_bins - 1)
+    for k in range(n_bins):
+        sel = mask & (which == k)
+        if bool(sel.any()):
+            name = f"grad/hard_share_c{edges[k].item():.2f}-{edges[k + 1].item():.2f}"
+            out[name] = ratio[sel].mean().item()
     return out

@@ -14,6 +14,7 @@ similarity before scaling.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -92,16 +93,8 @@ def contrastive_loss(
     logits_it = logit_scale * sim_it
     hard_index = hard_sim = None
     if hard_text is not None:
-        if hard_mask is None:
-            hard_mask = torch.ones(b, dtype=torch.bool, device=image.device)
-        hard_mask = hard_mask.to(device=image.device, dtype=torch.bool)
-        # Gathered as floats: not every backend all-gathers bool tensors.
-        mask_all = gather_with_grad(hard_mask.to(image.dtype)) > 0.5
-        sim_ih = sim(image, gather_with_grad(hard_text))  # (B, N)
-        # Negatives are gathered in the same order as captions, so row i's own negative sits at
-        # column targets[i] of the hard block.
-        hard_sim = sim_ih[rows, targets]
-        hard_block = _hard_logits(sim_ih, targets, mask_all, hard_margin, logit_scale)
+        hard_block, hard_sim, hard_mask = _hard_negatives(image, hard_text, hard_mask, rows, targets, hard_margin,
+                                                          logit_scale, sim)
         hard_index = targets + sim_it.shape[1]
         logits_it = torch.cat([logits_it, hard_block], dim=1)
 
@@ -123,6 +116,22 @@ def contrastive_loss(
         hard_mask=hard_mask if hard_text is not None else None,
         n_captions=sim_it.shape[1],
     )
+
+
+def _hard_negatives(image: Tensor, hard_text: Tensor, hard_mask: Tensor | None, rows: Tensor, targets: Tensor,
+                    margin: Tensor | None, logit_scale: Tensor,
+                    sim: Callable[[Tensor, Tensor], Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    """(the block of hard-negative logits, each row's similarity to its own negative, the mask as bool) of the
+    local rows against every rank's negatives."""
+    if hard_mask is None:
+        hard_mask = torch.ones(image.shape[0], dtype=torch.bool, device=image.device)
+    hard_mask = hard_mask.to(device=image.device, dtype=torch.bool)
+    # Gathered as floats: not every backend all-gathers bool tensors.
+    mask_all = gather_with_grad(hard_mask.to(image.dtype)) > 0.5
+    sim_ih = sim(image, gather_with_grad(hard_text))  # (B, N)
+    # Negatives are gathered in the same order as captions, so row i's own negative sits at
+    # column targets[i] of the hard block.
+    return _hard_logits(sim_ih, targets, mask_all, margin, logit_scale), sim_ih[rows, targets], hard_mask
 
 
 def _hard_logits(

@@ -79,6 +79,37 @@ class Objective:
         "mask": bool (B,)} or None. ``with_diagnostics`` False skips the host syncs of the
         gradient-share numbers on steps that log nothing.
         """
+        self._check(emb, geometry, hard)
+        v = self.variant
+        with no_autocast(emb["image"].device):
+            e = {k: full(emb[k]) for k in self.items()}
+            c = full(curv) if isinstance(curv, Tensor) else curv
+            hard_text, hard_mask, margin = self._hard_inputs(hard)
+            use_logit_margin = margin is not None and v.cement.margin_mode == "logit"
+
+            cont = contrastive_loss(
+                e,
+                geometry=geometry,
+                curv=c,
+                logit_scale=full(logit_scale),
+                four_term=v.use_boxes,
+                hard_text=hard_text,
+                hard_mask=hard_mask,
+                hard_margin=margin if use_logit_margin else None,
+            )
+            terms: dict[str, Tensor] = {"contrastive": cont.loss}
+            terms.update({f"contrastive/{k}": t for k, t in cont.terms.items()})
+            self._add_other_terms(terms, e, c, cont, margin)  # in this order: the total sums them in it
+
+            total = torch.stack([t for k, t in terms.items() if _is_weighted(k)]).sum()
+            out = LossOutput(total=total, terms=terms)
+
+        if with_diagnostics:
+            out.diagnostics = _step_diagnostics(cont, hard, margin)
+        return out
+
+    def _check(self, emb: dict[str, Tensor], geometry: str, hard: dict[str, Tensor] | None) -> None:
+        """The model's geometry, embeddings and hard negatives are the ones this variant consumes."""
         v = self.variant
         if geometry != v.geometry:
             raise ValueError(f"Objective: model geometry {geometry!r} != variant geometry {v.geometry!r}")
@@ -88,57 +119,37 @@ class Objective:
         if hard is not None and v.hard_negatives == "none":
             raise ValueError("Objective: hard negatives given but the variant has hard_negatives: none")
 
-        device = emb["image"].device
-        with no_autocast(device):
-            e = {k: full(emb[k]) for k in self.items()}
-            c = full(curv) if isinstance(curv, Tensor) else curv
-            scale = full(logit_scale)
-            hard_text = hard_mask = margin = None
-            if hard is not None:
-                hard_text = full(hard["text"])
-                hard_mask = hard.get("mask")
-                if v.cement.enabled:
-                    if "concreteness" not in hard:
-                        raise KeyError("Objective: cement is enabled but hard['concreteness'] is missing")
-                    margin = margins(full(hard["concreteness"]), v.cement)
-            use_logit_margin = margin is not None and v.cement.margin_mode == "logit"
+    def _hard_inputs(self, hard: dict[str, Tensor] | None) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+        """(the hard negatives' embeddings in float32, their mask, the Cement margin of each when enabled)."""
+        if hard is None:
+            return None, None, None
+        margin = None
+        if self.variant.cement.enabled:
+            if "concreteness" not in hard:
+                raise KeyError("Objective: cement is enabled but hard['concreteness'] is missing")
+            margin = margins(full(hard["concreteness"]), self.variant.cement)
+        return full(hard["text"]), hard.get("mask"), margin
 
-            cont = contrastive_loss(
-                e,
-                geometry=geometry,
-                curv=c,
-                logit_scale=scale,
-                four_term=v.use_boxes,
-                hard_text=hard_text,
-                hard_mask=hard_mask,
-                hard_margin=margin if use_logit_margin else None,
-            )
-            terms: dict[str, Tensor] = {"contrastive": cont.loss}
-            terms.update({f"contrastive/{k}": t for k, t in cont.terms.items()})
+    def _add_other_terms(self, terms: dict[str, Tensor], e: dict[str, Tensor], c: Tensor, cont: ContrastiveResult,
+                         margin: Tensor | None) -> None:
+        """The entailment, norm-regulariser and Cement hinge terms the variant asks for, each weighted and raw."""
+        v = self.variant
+        if v.entailment != "none":
+            per_pair = pair_losses(e, c, v)
+            raw = reduce_pairs(per_pair, v.pair_reduction)
+            terms["entailment"] = v.entailment_weight * raw
+            terms["entailment_raw"] = raw
+            terms.update({f"entailment/{p}": t for p, t in per_pair.items()})
 
-            if v.entailment != "none":
-                per_pair = pair_losses(e, c, v)
-                raw = reduce_pairs(per_pair, v.pair_reduction)
-                terms["entailment"] = v.entailment_weight * raw
-                terms["entailment_raw"] = raw
-                terms.update({f"entailment/{p}": t for p, t in per_pair.items()})
+        if v.norm_reg_weight > 0:
+            raw = norm_reg(e.values())
+            terms["norm_reg"] = v.norm_reg_weight * raw
+            terms["norm_reg_raw"] = raw
 
-            if v.norm_reg_weight > 0:
-                raw = norm_reg(e.values())
-                terms["norm_reg"] = v.norm_reg_weight * raw
-                terms["norm_reg_raw"] = raw
-
-            if margin is not None and v.cement.margin_mode == "hinge":
-                raw = hinge_loss(cont.positive_sim, cont.hard_sim, margin, cont.hard_mask)
-                terms["cement_hinge"] = v.cement.hinge_weight * raw
-                terms["cement_hinge_raw"] = raw
-
-            total = torch.stack([t for k, t in terms.items() if _is_weighted(k)]).sum()
-            out = LossOutput(total=total, terms=terms)
-
-        if with_diagnostics:
-            out.diagnostics = _step_diagnostics(cont, hard, margin)
-        return out
+        if margin is not None and v.cement.margin_mode == "hinge":
+            raw = hinge_loss(cont.positive_sim, cont.hard_sim, margin, cont.hard_mask)
+            terms["cement_hinge"] = v.cement.hinge_weight * raw
+            terms["cement_hinge_raw"] = raw
 
 
 def _step_diagnostics(cont: ContrastiveResult, hard: dict[str, Tensor] | None, margin: Tensor | None) -> dict[str, float]:

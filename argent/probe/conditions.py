@@ -119,48 +119,20 @@ def run_probe(
 
     Returns {"conditions": [...]} (the JSON's protocol part; docs/probe.md).
     """
-    n = len(emb.image_leaf)
-    if emb.features.shape[0] != n or len(emb.keys) != n:
-        raise ValueError(f"probe: {emb.features.shape[0]} features, {len(emb.keys)} keys, {n} labels; they must match")
-    if emb.concept_emb.shape[0] != len(hierarchy.concepts):
-        raise ValueError(f"probe: {emb.concept_emb.shape[0]} concept embeddings for {len(hierarchy.concepts)} concepts")
-    unknown = sorted(set(emb.image_leaf) - set(hierarchy.leaves))
-    if unknown:
-        raise ValueError(f"probe: image labels {unknown[:5]} are not leaves of the hierarchy")
+    _check_embeddings(emb, hierarchy)
     conditions = _conditions(cfg)
     records: dict[tuple[str, str, float], list[dict[str, Any]]] = {c: [] for c in conditions}
     extras: dict[tuple[str, str, float], dict[str, Any]] = {c: {} for c in conditions}
-    concepts = hierarchy.concepts
     for shuffle in cfg.shuffles:
         mine = [c for c in conditions if c[0] == shuffle]
         for seed in cfg.seeds:
             split = split_images(emb.keys, emb.image_leaf, seed, cfg.train_fraction, cfg.val_fraction)
             labels, mapping = _relabel(emb.image_leaf, hierarchy, shuffle, seed)
             questions = build_questions(labels, hierarchy, np.random.default_rng([seed, STREAM_QUESTIONS]))
-            features = _standardise(emb.features, split == TRAIN)
-            coherence = visual_coherence(emb.features, labels, split == TRAIN, hierarchy)
+            seeded = _Seeded(seed, split, labels, questions, _standardise(emb.features, split == TRAIN),
+                             visual_coherence(emb.features, labels, split == TRAIN, hierarchy))
             for condition in mine:
-                _, kind, level = condition
-                rng = np.random.default_rng([seed, STREAM_ABLATION])
-                draw = systematic_ablation if kind == "systematic" else random_ablation
-                ablation = draw(hierarchy, level, rng)
-                withheld = held_out(questions, labels, hierarchy, ablation)
-                train_mask = (split[questions.image] == TRAIN) & ~withheld
-                train_q = questions.subset(train_mask)
-                proj, history = train_projector(features, emb.concept_emb, train_q, space, cfg, seed)
-                preds = predict(proj, features, emb.concept_emb, questions, space, cfg.eval_chunk)
-                record = {
-                    "seed": seed,
-                    "counts": _question_counts(questions, split, withheld),
-                    "removed_leaves": {h: list(v) for h, v in ablation.removed_leaves.items() if v},
-                    "removed_hypernyms": list(ablation.removed_hypernyms),
-                    "training": history,
-                    "coherence": coherence,
-                    "metrics": {
-                        name: split_metrics(questions, preds, _split_masks(questions, split, code, withheld), concepts)
-                        for name, code in (("val", VAL), ("test", TEST))
-                    },
-                }
+                record, ablation = _one_condition(condition, seeded, emb, hierarchy, cfg, space)
                 if mapping is not None:
                     record["shuffle_mapping"] = mapping
                 records[condition].append(record)
@@ -177,6 +149,59 @@ def run_probe(
     return {
         "conditions": [_summarise(c, records[c], hierarchy, extras[c]) for c in conditions],
     }
+
+
+def _check_embeddings(emb: ProbeEmbeddings, hierarchy: Hierarchy) -> None:
+    """One feature, key and label per image; one embedding per concept; every label a leaf."""
+    n = len(emb.image_leaf)
+    if emb.features.shape[0] != n or len(emb.keys) != n:
+        raise ValueError(f"probe: {emb.features.shape[0]} features, {len(emb.keys)} keys, {n} labels; they must match")
+    if emb.concept_emb.shape[0] != len(hierarchy.concepts):
+        raise ValueError(f"probe: {emb.concept_emb.shape[0]} concept embeddings for {len(hierarchy.concepts)} concepts")
+    unknown = sorted(set(emb.image_leaf) - set(hierarchy.leaves))
+    if unknown:
+        raise ValueError(f"probe: image labels {unknown[:5]} are not leaves of the hierarchy")
+
+
+@dataclass(frozen=True)
+class _Seeded:
+    """What every condition of one (shuffle, seed) shares: its split, labels, questions, standardised features
+    and visual coherence."""
+
+    seed: int
+    split: np.ndarray
+    labels: list[str]
+    questions: Any
+    features: Any
+    coherence: Any
+
+
+def _one_condition(condition: tuple[str, str, float], seeded: _Seeded, emb: ProbeEmbeddings, hierarchy: Hierarchy,
+                   cfg: ProbeOptions, space: TextSpace) -> tuple[dict[str, Any], Any]:
+    """One (shuffle, ablation, level) condition at one seed: the ablation drawn, a projector trained on the
+    questions it leaves, val and test scored. Returns (the seed's record, the ablation)."""
+    _, kind, level = condition
+    seed, split, questions = seeded.seed, seeded.split, seeded.questions
+    rng = np.random.default_rng([seed, STREAM_ABLATION])
+    draw = systematic_ablation if kind == "systematic" else random_ablation
+    ablation = draw(hierarchy, level, rng)
+    withheld = held_out(questions, seeded.labels, hierarchy, ablation)
+    train_q = questions.subset((split[questions.image] == TRAIN) & ~withheld)
+    proj, history = train_projector(seeded.features, emb.concept_emb, train_q, space, cfg, seed)
+    preds = predict(proj, seeded.features, emb.concept_emb, questions, space, cfg.eval_chunk)
+    record = {
+        "seed": seed,
+        "counts": _question_counts(questions, split, withheld),
+        "removed_leaves": {h: list(v) for h, v in ablation.removed_leaves.items() if v},
+        "removed_hypernyms": list(ablation.removed_hypernyms),
+        "training": history,
+        "coherence": seeded.coherence,
+        "metrics": {
+            name: split_metrics(questions, preds, _split_masks(questions, split, code, withheld), hierarchy.concepts)
+            for name, code in (("val", VAL), ("test", TEST))
+        },
+    }
+    return record, ablation
 
 
 def _summarise(

@@ -121,31 +121,17 @@ def probe_model(
     concept_names = _resolve_names(hierarchy, dict(zip(data.class_ids, data.class_names)), names)
     texts = [question_text(concept_names[c]) for c in hierarchy.concepts]
     with _frozen(model):
-        features, kept = encode_images(
-            model, data.paths, image_transform(model), cfg.encode_batch_size, policy,
-            project=cfg.image_features == "lifted",
-        )
-        policy.require_usable(len(kept), str(data_root))
-        concept_emb = encode_texts(model, texts, cfg.encode_batch_size, project=True)
-        device = next(model.parameters()).device
-        emb = ProbeEmbeddings(
-            features=features.to(device),
-            image_leaf=[data.class_ids[data.samples[i][1]] for i in kept],
-            keys=[data.samples[i][0].name for i in kept],
-            concept_emb=concept_emb.to(device),
-            names=concept_names,
-        )
+        emb = _embeddings(model, data, concept_names, texts, cfg, policy, data_root)
         result = run_probe(emb, hierarchy, cfg, model_text_space(model), progress=progress)
     out = {
         "protocol": PROTOCOL,
         "schema_version": SCHEMA_VERSION,
-        "model": {
-            "geometry": model.geometry, "embed_dim": int(concept_emb.shape[1]), "feature_dim": int(features.shape[1])
-        },
+        "model": {"geometry": model.geometry, "embed_dim": int(emb.concept_emb.shape[1]),
+                  "feature_dim": int(emb.features.shape[1])},
         "data": {
             "root": str(data_root),
             "taxonomy": str(taxonomy_path),
-            "n_images": len(kept),
+            "n_images": len(emb.keys),
             "skipped": dict(policy.counts),
             "leaves": {c: concept_names[c] for c in hierarchy.leaves},
             "hypernyms": {
@@ -155,22 +141,46 @@ def probe_model(
             "questions": dict(zip(hierarchy.concepts, texts)),
         },
         "options": dataclasses.asdict(cfg),
-        "method": {
-            "scoring": SCORING,
-            "image_features": "encode_image(project=False) (W f), standardised with the training images' mean/std"
-            if cfg.image_features == "tangent" else "encode_image(project=True), standardised",
-            "question_embedding": "encode_text(project=True) of 'Is there a(n) <name> in the image?'",
-            "ci": CI_METHOD,
-            "macro_f1": "sklearn f1_score(labels=[0, 1], average='macro', zero_division=0); category_mean = mean over "
-            "hypernym categories with questions in the split",
-            "majority_baseline": "always_no (TaxGen's majority baseline); always_yes and coin (large-sample "
-            "macro-F1 of a fair coin) are reported beside it",
-        },
+        "method": _method(cfg),
         **result,
         "seconds": round(time.perf_counter() - start, 2),
     }
     return mark_partial(out, policy, f"probe on {data_root}", log)  # fewer images than the folder holds (skip mode)
 
+
+
+def _embeddings(model: Any, data: Any, concept_names: dict[str, str], texts: list[str], cfg: ProbeOptions,
+                policy: Any, data_root: Path) -> ProbeEmbeddings:
+    """The images' features (those the policy kept) and the questions' embeddings, on the model's device."""
+    features, kept = encode_images(
+        model, data.paths, image_transform(model), cfg.encode_batch_size, policy,
+        project=cfg.image_features == "lifted",
+    )
+    policy.require_usable(len(kept), str(data_root))
+    concept_emb = encode_texts(model, texts, cfg.encode_batch_size, project=True)
+    device = next(model.parameters()).device
+    return ProbeEmbeddings(
+        features=features.to(device),
+        image_leaf=[data.class_ids[data.samples[i][1]] for i in kept],
+        keys=[data.samples[i][0].name for i in kept],
+        concept_emb=concept_emb.to(device),
+        names=concept_names,
+    )
+
+
+def _method(cfg: ProbeOptions) -> dict[str, str]:
+    """How the result was computed, in words (the result's ``method``)."""
+    return {
+        "scoring": SCORING,
+        "image_features": "encode_image(project=False) (W f), standardised with the training images' mean/std"
+        if cfg.image_features == "tangent" else "encode_image(project=True), standardised",
+        "question_embedding": "encode_text(project=True) of 'Is there a(n) <name> in the image?'",
+        "ci": CI_METHOD,
+        "macro_f1": "sklearn f1_score(labels=[0, 1], average='macro', zero_division=0); category_mean = mean over "
+        "hypernym categories with questions in the split",
+        "majority_baseline": "always_no (TaxGen's majority baseline); always_yes and coin (large-sample "
+        "macro-F1 of a fair coin) are reported beside it",
+    }
 
 
 def write_json(path: str | Path, data: Mapping[str, Any]) -> None:

@@ -109,8 +109,6 @@ def _read_summary(folder: RunFolder) -> dict[str, Any] | None:
 
 
 def _restamp(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir: Path, dry_run: bool) -> Outcome:
-    from argent.engine.checkpoint import atomic_torch_save  # torch: imported for a run, not for --help
-    from argent.engine.summary import COUNT_KEYS
     from argent.runs import CheckpointError, read_checkpoint, read_run_config, stamped_version
 
     if folder.staging.summary.is_file() or folder.replacing.root.exists() or folder.replaced.root.exists():
@@ -121,14 +119,7 @@ def _restamp(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir: Path,
     summary = _read_summary(folder)
     found, version = state.get("config_hash"), stamped_version(state, folder.config)
     if found == stored.result_hash() and version == IDENTITY_VERSION:
-        if summary is None or summary.get("config_hash") == found:
-            return Outcome(folder.root, "current", f"{folder.root}: already stamped with identity v{IDENTITY_VERSION}")
-        # A re-stamp whose summary write failed: the checkpoint is current, the summary not yet.
-        if not dry_run:
-            _write_summary(folder, summary, found, "the checkpoint was already re-stamped")
-        verb = "would re-stamp" if dry_run else "re-stamped"
-        return Outcome(folder.root, "restamped", f"{folder.root}: {verb} {folder.summary.name} {summary.get('config_hash')} "
-                                                 f"-> {found} (the checkpoint already carried it)")
+        return _current(folder, summary, found, dry_run)
     if version == IDENTITY_VERSION:
         # A re-stamp cut after the checkpoint write: its stored config not yet upgraded.
         upgraded = upgrade_stored(stored, expected_config(folder, cfg, plan, base_dir), base_dir)
@@ -161,20 +152,42 @@ def _restamp(folder: RunFolder, cfg: dict[str, Any], plan: Plan, base_dir: Path,
     now = expected.result_hash()
     carried = _carry_results(folder, found, now, dry_run)
     if not dry_run:
-        restamped = {**state, "config_hash": now, "identity_version": IDENTITY_VERSION}
-        if "data_counts" not in state and summary is not None:  # kept for a resume (argent.engine.trainer)
-            restamped["data_counts"] = {key: summary[key] for key in COUNT_KEYS if key in summary}
-        try:
-            atomic_torch_save(restamped, folder.checkpoint)
-        except (ArgentError, OSError) as err:
-            raise ArgentError(f"{folder.checkpoint}: re-stamp failed ({err}); nothing in {folder.root} was changed "
-                              f"(the write is atomic); fix the cause and run argent restamp again") from None
-        _write_config(folder, upgraded)
-        if summary is not None:
-            _write_summary(folder, summary, now, "the checkpoint was re-stamped")
+        _write_restamp(folder, state, summary, upgraded, now)
     verb = "would re-stamp" if dry_run else "re-stamped"
     return Outcome(folder.root, "restamped", f"{folder.root}: {verb} {found} (v{version}) -> {now}, and {carried} "
                                              f"evaluation/probe result(s) of these weights")
+
+
+def _current(folder: RunFolder, summary: dict[str, Any] | None, found: str, dry_run: bool) -> Outcome:
+    """A folder whose checkpoint already carries the current identity: nothing to do, or the summary a re-stamp
+    whose summary write failed left behind."""
+    if summary is None or summary.get("config_hash") == found:
+        return Outcome(folder.root, "current", f"{folder.root}: already stamped with identity v{IDENTITY_VERSION}")
+    if not dry_run:
+        _write_summary(folder, summary, found, "the checkpoint was already re-stamped")
+    verb = "would re-stamp" if dry_run else "re-stamped"
+    return Outcome(folder.root, "restamped", f"{folder.root}: {verb} {folder.summary.name} {summary.get('config_hash')} "
+                                             f"-> {found} (the checkpoint already carried it)")
+
+
+def _write_restamp(folder: RunFolder, state: dict[str, Any], summary: dict[str, Any] | None, upgraded: Any,
+                   now: str) -> None:
+    """The checkpoint with the new hash (weights untouched; the summary's data counts kept for a resume), then the
+    config in the current terms, then the summary."""
+    from argent.engine.checkpoint import atomic_torch_save  # torch: imported for a run, not for --help
+    from argent.engine.summary import COUNT_KEYS
+
+    restamped = {**state, "config_hash": now, "identity_version": IDENTITY_VERSION}
+    if "data_counts" not in state and summary is not None:  # kept for a resume (argent.engine.trainer)
+        restamped["data_counts"] = {key: summary[key] for key in COUNT_KEYS if key in summary}
+    try:
+        atomic_torch_save(restamped, folder.checkpoint)
+    except (ArgentError, OSError) as err:
+        raise ArgentError(f"{folder.checkpoint}: re-stamp failed ({err}); nothing in {folder.root} was changed "
+                          f"(the write is atomic); fix the cause and run argent restamp again") from None
+    _write_config(folder, upgraded)
+    if summary is not None:
+        _write_summary(folder, summary, now, "the checkpoint was re-stamped")
 
 
 def _carry_results(folder: RunFolder, old: str, now: str, dry_run: bool) -> int:

@@ -33,7 +33,6 @@ from argent.config.groups import RunKey
 from argent.plan.groups import Plan
 from argent.tables.collect import values_by_seed
 from argent.tables.inference import (
-    SATTERTHWAITE_BELOW,
     Estimate,
     crossed_estimate,
     safeguard_effect,
@@ -53,10 +52,6 @@ from argent.tablespec.claims import Claim, ClaimMetric, ClaimsSpec, expected_sig
 from argent.tablespec.declarations import MetricSpec
 
 PRIMARY, EXPLORATORY, OUT_OF_DOMAIN = "primary", "exploratory", "out of domain"
-# What the intervals are known to hold under beyond normal seeds (docs/statistics.md, "The size on the
-# recipe's own seeds"); restated here once the headline run's seed law has been simulated.
-SEED_LAW_SENTENCE = ("The recipe's own seed law (40 paired seeds per family, config/headline.yaml) is simulated in "
-                     "docs/statistics.md, \"The size on the recipe's own seeds\" (bench/seed_law.py).")
 POWER_TARGET = 0.8
 SAFEGUARD_CONFIDENCE = 0.6   # directional rows plan seeds at the lower end of the pilot's 60 % CI of |Δ|
 # A crossed factor a role's item interval holds fixed (docs/statistics.md): PEP's pseudo-values are
@@ -67,30 +62,6 @@ HELD_FIXED = {"pep_auc": "negative pool"}
 ItemIndex = dict[tuple[str, str, str, int, str, str], dict[str, float]]
 # (qualified A, qualified B, benchmark) -> why the benchmark is outside the runs' training domain, or ""
 DomainCheck = Callable[[str, str, str], str]
-
-
-def header_sentences(alpha: float) -> dict[str, str]:
-    """The claims.md header's statements on error control and variance (claims_report.py), read from
-    the constants they state, each with the condition it holds under (docs/statistics.md)."""
-    return {
-        "primary_error": f"the chance of one or more false primary verdicts is at most {alpha:.0%} when each row's "
-                         "seed effects are roughly normal (Holm holds whatever the dependence between rows, given "
-                         "valid rows); a bad-seed mode, one seed in a few far off, breaks it",
-        "variance": "the seeds' term is never truncated and keeps the seeds' K − 1 df unless it is under "
-                    f"{SATTERTHWAITE_BELOW:.0%} of the variance, then Satterthwaite's df; the false-positive rate at "
-                    "the Holm levels holds in simulation for normal seed effects, not for a bad-seed mode "
-                    "(docs/statistics.md)",
-        "seed_law": SEED_LAW_SENTENCE,
-        "labels": "A row that passes its test may still print no direction: **premise absent** (the claim's "
-                  "declared premise, a measured quantity its mechanism needs, is under its threshold on both arms: "
-                  "the row compares the two runs but does not test the mechanism), **metric degenerate** (on both "
-                  "arms more of the metric's comparisons are tied than the declared share, or both arms lie within δ "
-                  "of the metric's best value), **protocol-sensitive** (a decided row whose declared sensitivity row, "
-                  "the same comparison ranked another way, has the other sign). The test's own verdict is shown "
-                  "beside the label and in test_verdict; a label never adds a decision, so the families' error "
-                  "control is unchanged. **differs**: a decided two-sided control on which the source states no "
-                  "direction.",
-    }
 
 
 def _row(claim: Claim, cm: ClaimMetric, size: str) -> dict[str, Any]:
@@ -181,10 +152,7 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         _add_note(row, f"published |Δ| < δ = {margin.delta:g}: tested for equivalence")
     absent = [v for v in (claim.a, claim.b) if (v, size) not in present]
     if absent:
-        why = [f"{v}: " + ("configured, but no evaluation (failed or skipped; hard-negative variants need WordNet)"
-                           if configured and v in configured else "not trained by an active group of this config (a group left out, or not listed)")
-               for v in absent]
-        row.update(verdict="not run", family="", note=f"size {size}: " + "; ".join(why))
+        row.update(verdict="not run", family="", note=_not_run(absent, size, configured))
         return row
     a = values_by_seed(long, claim.a, size, spec.benchmark, spec.metric)
     b = values_by_seed(long, claim.b, size, spec.benchmark, spec.metric)
@@ -202,17 +170,7 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
         return row
     est = _estimate(claim, spec, size, diffs, items, plan, row)
     scale = spec.scale
-    row.update(a_mean=float(np.mean([a[k] for k in diffs])) * scale, b_mean=float(np.mean([b[k] for k in diffs])) * scale,
-               diff_mean=est.mean * scale, n_items=est.n_items, df=est.df,
-               variance=est.variance + (f" ({HELD_FIXED[cm.role]} fixed)"
-                                        if est.variance == "seeds+items" and cm.role in HELD_FIXED else ""))
-    interval = est.interval(1 - claims.alpha)
-    if interval is not None:
-        low, high = interval
-        row.update(ci_low=low * scale, ci_high=high * scale, ci95=(high - low) / 2 * scale)
-    if est.components is not None:
-        c = est.components
-        row["seed_sd"] = float(np.sqrt(c.seed)) * scale
+    _record_estimate(row, est, cm.role, (a, b, diffs), claims.alpha, scale)
     if family == OUT_OF_DOMAIN:
         row["verdict"] = OUT_OF_DOMAIN
         return row
@@ -225,6 +183,30 @@ def evaluate_claim(claim: Claim, cm: ClaimMetric, spec: MetricSpec | None, size:
     row["degenerate_reason"] = degenerate_reason(row, claims.degenerate, margin.delta)
     row["_estimate"], row["_scale"] = est, scale   # for the power analysis, dropped by decide()
     return row
+
+
+def _not_run(absent: list[str], size: str, configured: set[str] | None) -> str:
+    """Why a row's runs have no evaluation at ``size``: configured and failed, or not trained here."""
+    why = [f"{v}: " + ("configured, but no evaluation (failed or skipped; hard-negative variants need WordNet)"
+                       if configured and v in configured else "not trained by an active group of this config (a group "
+                                                              "left out, or not listed)") for v in absent]
+    return f"size {size}: " + "; ".join(why)
+
+
+def _record_estimate(row: dict[str, Any], est: Estimate, role: str, values: tuple[dict, dict, dict], alpha: float,
+                     scale: float) -> None:
+    """The row's means of A and B over the paired seeds, Δ with its interval, its variance and the seed SD."""
+    a, b, diffs = values
+    row.update(a_mean=float(np.mean([a[k] for k in diffs])) * scale, b_mean=float(np.mean([b[k] for k in diffs])) * scale,
+               diff_mean=est.mean * scale, n_items=est.n_items, df=est.df,
+               variance=est.variance + (f" ({HELD_FIXED[role]} fixed)"
+                                        if est.variance == "seeds+items" and role in HELD_FIXED else ""))
+    interval = est.interval(1 - alpha)
+    if interval is not None:
+        low, high = interval
+        row.update(ci_low=low * scale, ci_high=high * scale, ci95=(high - low) / 2 * scale)
+    if est.components is not None:
+        row["seed_sd"] = float(np.sqrt(est.components.seed)) * scale
 
 
 def _verdict(row: dict[str, Any], alpha: float) -> str:

@@ -5,16 +5,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from argent.tables.claims import (
-    EXPLORATORY,
-    OUT_OF_DOMAIN,
-    POWER_TARGET,
-    PRIMARY,
-    SAFEGUARD_CONFIDENCE,
-    header_sentences,
-)
+from argent.tables.claims import EXPLORATORY, OUT_OF_DOMAIN, POWER_TARGET, PRIMARY, SAFEGUARD_CONFIDENCE
+from argent.tables.inference import SATTERTHWAITE_BELOW
 from argent.tables.paper import PARTIAL_MARK
 from argent.tablespec.claims import ClaimsSpec
+
+# What the intervals are known to hold under beyond normal seeds (docs/statistics.md, "The size on the
+# recipe's own seeds"); restated here once the headline run's seed law has been simulated.
+SEED_LAW_SENTENCE = ("The recipe's own seed law (40 paired seeds per family, config/headline.yaml) is simulated in "
+                     "docs/statistics.md, \"The size on the recipe's own seeds\" (bench/seed_law.py).")
+
+
+def header_sentences(alpha: float) -> dict[str, str]:
+    """The claims.md header's statements on error control and variance (claims_report.py), read from
+    the constants they state, each with the condition it holds under (docs/statistics.md)."""
+    return {
+        "primary_error": f"the chance of one or more false primary verdicts is at most {alpha:.0%} when each row's "
+                         "seed effects are roughly normal (Holm holds whatever the dependence between rows, given "
+                         "valid rows); a bad-seed mode, one seed in a few far off, breaks it",
+        "variance": "the seeds' term is never truncated and keeps the seeds' K − 1 df unless it is under "
+                    f"{SATTERTHWAITE_BELOW:.0%} of the variance, then Satterthwaite's df; the false-positive rate at "
+                    "the Holm levels holds in simulation for normal seed effects, not for a bad-seed mode "
+                    "(docs/statistics.md)",
+        "seed_law": SEED_LAW_SENTENCE,
+        "labels": "A row that passes its test may still print no direction: **premise absent** (the claim's "
+                  "declared premise, a measured quantity its mechanism needs, is under its threshold on both arms: "
+                  "the row compares the two runs but does not test the mechanism), **metric degenerate** (on both "
+                  "arms more of the metric's comparisons are tied than the declared share, or both arms lie within δ "
+                  "of the metric's best value), **protocol-sensitive** (a decided row whose declared sensitivity row, "
+                  "the same comparison ranked another way, has the other sign). The test's own verdict is shown "
+                  "beside the label and in test_verdict; a label never adds a decision, so the families' error "
+                  "control is unchanged. **differs**: a decided two-sided control on which the source states no "
+                  "direction.",
+    }
 
 
 def _num(v: float | None, signed: bool = False, digits: int = 2) -> str:
@@ -59,12 +82,21 @@ def verdict_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 
 def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str) -> str:
+    """The claims table: what its families, tests, variances and cards mean, its rows, and the power of its
+    primary rows."""
+    tested_primary = sum(1 for r in rows if r["family"] == PRIMARY and r["p"] is not None)
+    lines = _explained(rows, claims, setting, tested_primary) + _row_lines(rows)
+    lines += _power_lines([r for r in rows if r["family"] == PRIMARY], tested_primary)
+    return "\n".join(lines) + "\n"
+
+
+def _explained(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str, tested_primary: int) -> list[str]:
+    """The lines above the table: the setting, the families, the tests, the variance, the card, the premises,
+    the margins, the counts, and the table's head."""
     alpha = claims.alpha
-    primary = [r for r in rows if r["family"] == PRIMARY]
-    tested_primary = sum(1 for r in primary if r["p"] is not None)
     decided_explor = sum(1 for r in rows if r["family"] == EXPLORATORY and r["verdict"] not in ("inconclusive", ""))
     said = header_sentences(alpha)
-    lines = [
+    return [
         "# Claims of the papers, tested with paired seeds", "",
         f"**Setting.** {setting} A verdict is about this setting, not about the papers' scale and data.", "",
         f"**Families.** *Primary*: the one row per claim (and size) declared in config/claims.yaml before the run, "
@@ -104,6 +136,11 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
         f"Untested (not run, not evaluated, n/a, n = 1): {sum(1 for r in rows if not r['family'])} rows.", "",
         "| id | family | metric | size | A vs B | expected | test | published Δ | ours Δ [CI] | variance | p | adj. p | verdict | card | note |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+
+def _row_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per row, the primary rows first."""
+    lines = []
     order = {PRIMARY: 0, EXPLORATORY: 1, OUT_OF_DOMAIN: 2, "": 3}
     for r in sorted(rows, key=lambda r: order.get(r["family"], 3)):
         metric = r["role"] if r["benchmark"] is None else f"{r['benchmark']}/{r['metric']}" + ("↓" if r["lower_is_better"] else "")
@@ -113,7 +150,12 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
         lines.append(f"| {r['id']} | {r['family'] or '–'} | {metric} | {r['size']} | {r['variant_a']} vs {r['variant_b']} | "
                      f"{r['expect']} | {test or '–'} | {pub} | {_ours(r)} | {r['variance'] or '–'} | {_p(r['p'])} | "
                      f"{_p(r['p_adjusted'])} | **{_verdict_text(r)}** | {r['card'] or '–'} | {r['note']} |")
-    lines += ["", "## Power of the primary rows", "",
+    return lines
+
+
+def _power_lines(primary: list[dict[str, Any]], tested_primary: int) -> list[str]:
+    """The power table of the tested primary rows, with what its columns mean."""
+    lines = ["", "## Power of the primary rows", "",
               f"Seeds for {POWER_TARGET:.0%} power: the fewest paired seeds at which the row's test, at the first Holm "
               f"step's level α/{max(tested_primary, 1)} (so at least that power under Holm), detects the planning "
               f"effect (difference rows: the *safeguard* effect, the lower end of this run's {SAFEGUARD_CONFIDENCE:.0%} CI "
@@ -142,4 +184,4 @@ def claims_markdown(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str
                      f"{_num(r['planning_effect'])} | {_num(r['seed_sd'])} | {r['n']} | "
                      f"{seeds_text(r['seeds_for_power']) if planned else '–'} | {'–' if cost is None else f'{cost:,.1f}'} | "
                      f"{r['margin']:g} | {seeds_text(r['seeds_for_delta'])} | {r['verdict']} |")
-    return "\n".join(lines) + "\n"
+    return lines

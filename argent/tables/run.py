@@ -54,6 +54,7 @@ from argent.tablespec.claims import ClaimsSpec, load_claims
 from argent.tablespec.declarations import parse_roles
 from argent.tablespec.outputs import TableChoice, table_paths
 from argent.tablespec.section import DEFAULT_GROUP, Row, RowGroup, TablesSection, qualified
+from argent.tablespec.section import claims_table as claims_section
 from argent.tracking import log_tables_run
 
 
@@ -183,7 +184,7 @@ def read_inputs(opts: TablesOptions) -> Inputs:
 def read_claims(opts: TablesOptions) -> ClaimsSpec:
     """The claims file (``--claims``, else ``tables.claims.file``) with the config's metric roles, each claim's
     runs qualified (a bare variant name: the main group)."""
-    section = opts.section.claims
+    section = claims_section(opts.workflow.raw)  # the claims part alone, typed (as the DAG's check reads it)
     spec = load_claims(opts.claims_file or section.path(opts.base_dir))
     spec.roles = parse_roles(section.roles())
     return replace(spec, claims=[replace(c, a=qualified(c.a, DEFAULT_GROUP), b=qualified(c.b, DEFAULT_GROUP))

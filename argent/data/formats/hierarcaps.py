@@ -201,43 +201,43 @@ def read_hierarcaps_records(
         if not fields or all(not f.strip() for f in fields):
             continue  # a blank line is not a row
         sample_id = fields[col["id"]].strip() if len(fields) > col["id"] else ""
-
-        def reject(reason: str, detail: str, row: int = row, sample_id: str = sample_id) -> None:
+        parsed = _parse_row(fields, len(header[0]), col, sample_id, seen_ids, image_dir, present)
+        if isinstance(parsed, tuple):
+            reason, detail = parsed
             policy.bad(reason, f"{csv_path}: row {row} (id={sample_id!r}): {detail}")
             rejected.append(RejectedRow(row, sample_id, reason, detail))
-
-        if len(fields) != len(header[0]):
-            reject("wrong_column_count", f"{len(fields)} fields, header has {len(header[0])}")
             continue
-        if not sample_id:
-            reject("missing_id", "empty id")
-            continue
-        if sample_id in seen_ids:
-            reject("duplicate_id", f"id already used by row {seen_ids[sample_id]}")
-            continue
-        chain = _chain(fields[col["captions"]])
-        if isinstance(chain, str):
-            n = len(split_levels(fields[col["captions"]]))
-            reject(chain, f"captions must be {N_LEVELS} non-empty levels joined by {SEPARATOR!r}, got {n}")
-            continue
-        url = fields[col["image_url"]]
-        image_id = image_id_from_url(url)
-        if image_id is None:
-            reject("bad_image_url", f"no image id at the end of image_url {url!r}")
-            continue
-        image_path = None
-        if image_dir is not None:
-            name = next((n for n in image_file_candidates(url, image_id) if n in present), None)
-            if name is None:
-                reject("missing_image", f"no image file for image id {image_id} in {image_dir} "
-                                        f"(tried {image_file_candidates(url, image_id)})")
-                continue
-            image_path = image_dir / name
         seen_ids[sample_id] = row
-        sample = HierarCapsSample(sample_id, chain, image_id, image_path)
-        out.append(HierarCapsRecord(sample, row, raw))
+        out.append(HierarCapsRecord(parsed, row, raw))
     policy.require_usable(len(out), str(csv_path))
     return out, rejected
+
+
+def _parse_row(fields: list[str], n_columns: int, col: dict[str, int], sample_id: str, seen_ids: dict[str, int],
+               image_dir: Path | None, present: set[str]) -> HierarCapsSample | tuple[str, str]:
+    """One data row as a sample, or (the bad-data reason, what is wrong) when it cannot be one."""
+    if len(fields) != n_columns:
+        return "wrong_column_count", f"{len(fields)} fields, header has {n_columns}"
+    if not sample_id:
+        return "missing_id", "empty id"
+    if sample_id in seen_ids:
+        return "duplicate_id", f"id already used by row {seen_ids[sample_id]}"
+    chain = _chain(fields[col["captions"]])
+    if isinstance(chain, str):
+        n = len(split_levels(fields[col["captions"]]))
+        return chain, f"captions must be {N_LEVELS} non-empty levels joined by {SEPARATOR!r}, got {n}"
+    url = fields[col["image_url"]]
+    image_id = image_id_from_url(url)
+    if image_id is None:
+        return "bad_image_url", f"no image id at the end of image_url {url!r}"
+    image_path = None
+    if image_dir is not None:
+        name = next((n for n in image_file_candidates(url, image_id) if n in present), None)
+        if name is None:
+            return "missing_image", (f"no image file for image id {image_id} in {image_dir} "
+                                     f"(tried {image_file_candidates(url, image_id)})")
+        image_path = image_dir / name
+    return HierarCapsSample(sample_id, chain, image_id, image_path)
 
 
 def read_header_raw(csv_path: str | Path) -> str:

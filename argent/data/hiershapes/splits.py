@@ -17,14 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from argent.data.hiershapes.compositional import COMPOSITIONAL_CATEGORIES, compositional_items
 from argent.data.hiershapes.params import Context, HiershapesParams, context
 from argent.data.hiershapes.scene import (
-    COMPOSITIONAL_CATEGORIES,
     SPLIT_IDS,
     Scene,
     anchored,
     caption_level,
-    compositional_items,
     general_names,
     grounded_json,
     sample_scene,

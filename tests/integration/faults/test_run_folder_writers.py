@@ -24,7 +24,7 @@ import yaml
 
 import argent.engine.trainer as trainer
 from argent.config import IDENTITY_VERSION, experiment_from_dict
-from argent.config.groups import RunKey, run_experiment
+from argent.config.groups import TUNED_VARIANT, RunKey, run_experiment
 from argent.engine.preemption import Preempted
 from argent.engine.step import TrainingDiverged
 from argent.engine.trainer import train
@@ -345,7 +345,7 @@ def test_a_torn_or_misshapen_best_yaml_is_one_error_naming_it(tmp_path, text, ex
     best.parent.mkdir(parents=True)
     best.write_text(text)
     with pytest.raises(ArgentError) as info:  # before: a yaml or attribute error (a traceback)
-        _tuned_overrides(cfg, tmp_path / "results")
+        _tuned_overrides(cfg, tmp_path / "results", TUNED_VARIANT)
     assert str(best) in str(info.value) and expected in str(info.value)
 
 

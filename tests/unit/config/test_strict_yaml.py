@@ -4,12 +4,10 @@ file, a `--variant-file`. PyYAML alone keeps the last one silently."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from argent.config import ConfigError, load_variants, load_workflow_config, strict_yaml
-from argent.tables.run import claims_spec
+from argent.config import ConfigError, WorkflowConfig, load_variants, load_workflow_config, strict_yaml
+from argent.tables.run import TablesOptions, read_claims
 from tests.fixtures import ROOT, write_config
 
 
@@ -49,7 +47,7 @@ def test_a_repeated_key_in_the_claims_file(tmp_path):
     claims = tmp_path / "claims.yaml"
     claims.write_text((ROOT / "config" / "claims.yaml").read_text() + "alpha: 0.1\n")
     with pytest.raises(ConfigError, match=rf"{claims}:\d+: duplicate key 'alpha'"):
-        claims_spec(SimpleNamespace(config={"tables": {}}, claims_file=claims))
+        read_claims(TablesOptions(WorkflowConfig({"tables": {}}), claims_file=claims))
 
 
 def test_a_repeated_key_in_a_variant_file(tmp_path, argent):

@@ -11,7 +11,8 @@ from scipy import stats as scipy_stats
 
 from argent.plan.groups import Plan
 from argent.tables import claims as claims_module
-from argent.tables.claims import EXPLORATORY, PRIMARY, decide, evaluate_claim, header_sentences
+from argent.tables.claims import EXPLORATORY, PRIMARY, decide, evaluate_claim
+from argent.tables.claims_report import header_sentences
 from argent.tables.inference import SATTERTHWAITE_BELOW, Components, seeds_for_power
 from argent.tablespec.claims import Claim, ClaimMetric, ClaimsSpec
 from argent.tablespec.declarations import Margin, MetricSpec
