@@ -188,32 +188,32 @@ class Records:
     record: StepRecord
     results: Path
     live: StepRecord
+    base_dir: Path
 
 
-def records(cfg: dict[str, Any], base_dir: Path) -> Records:
-    """The measured record ``cost.step_times`` names (default ``<results>/bench/step_times.json``), its path,
-    and the step times of the results folder's finished training jobs."""
-    path = Path(cost_section(cfg).step_times or Path(setting(cfg, "results")) / RECORD)
+def records(cost: CostSection, results: Path, base_dir: Path) -> Records:
+    """The measured record the typed ``cost:`` section names (``step_times``, default
+    ``<results>/bench/step_times.json``), its path, and the step times of the results folder's finished training
+    jobs."""
+    path = Path(cost.step_times or Path(results) / RECORD)
     path = path if path.is_absolute() else base_dir / path
-    results = Path(setting(cfg, "results"))
     results = results if results.is_absolute() else base_dir / results
-    return Records(path, read_record(path), results, live_record(results))
+    return Records(path, read_record(path), results, live_record(results), base_dir)
 
 
 def _measured(entry: Any, device: str) -> bool:
     return bool(entry) and entry.device.split(":")[0] == device.split(":")[0]
 
 
-def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir: Path,
-              sources: Records | None = None) -> StepTime:
-    cost = cost_section(cfg)
+def step_time(cost: CostSection, size: str, batch: int, device: str, sources: Records) -> StepTime:
+    """One size's step time at ``batch`` on ``device`` (module doc: the config's, the record's, the results
+    folder's finished jobs', else unknown), with where it comes from."""
     configured = cost.step_seconds.get(size)
     if configured is not None:
         ref = int(cost.batch_size or batch)
         note = f" scaled from batch {ref}" if ref != batch else ""
         measured = f" ({cost.note})" if cost.note else ""
         return StepTime(float(configured) * batch / ref, f"config cost.step_seconds{measured}{note}")
-    sources = sources or records(cfg, base_dir)
     path = sources.path
     entry = sources.record.sizes.get(size)
     if _measured(entry, device):
@@ -227,7 +227,7 @@ def step_time(cfg: dict[str, Any], size: str, batch: int, device: str, base_dir:
         return StepTime(entry.step_seconds * batch / ref, f"measured from {entry.jobs} finished training job(s) "
                                                           f"({entry.device}){note}: {sources.results}")
     return StepTime(None, f"unknown: set cost.step_seconds.{size}, or let one run of size {size} finish here (the next plan reads it)"
-                          f"{nearby_record(base_dir / setting(cfg, 'results'), base_dir, path, size, device)}")
+                          f"{nearby_record(sources.results, sources.base_dir, path, size, device)}")
 
 
 def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey], gpus: int, cost: CostSection,
@@ -250,7 +250,7 @@ def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey]
 
 def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> list[GroupCost]:
     cost = cost_section(cfg)
-    sources = records(cfg, base_dir)
+    sources = records(cost, Path(setting(cfg, "results")), base_dir)
     out = []
     for group in plan.active():
         gcfg = plan.configs[group.name]
@@ -264,7 +264,7 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
             gc.steps[size] = int(train.get("steps", 0))
             gc.batch[size] = int(train.get("batch_size", 0))
             gc.runs_by_size[size] = sum(1 for k in trained if k.size == size)
-            gc.step_time[size] = step_time(cfg, size, gc.batch[size], device, base_dir, sources)
+            gc.step_time[size] = step_time(cost, size, gc.batch[size], device, sources)
             if gc.step_time[size].seconds is None and device.split(":")[0] == "cuda":
                 gc.estimate[size] = flop_estimate(gcfg, [k for k in keys if k.size == size], set(trained), gc.gpus,
                                                   cost, base_dir, mfu_source(cfg))

@@ -12,8 +12,6 @@ only adapts these methods to Snakemake's wildcards.
 from __future__ import annotations
 
 import dataclasses
-import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,14 +26,13 @@ from argent.config.groups import (
     run_identity,
     tune_studies,
     tuned_base,
-    tuned_study,
     tuned_variant_file,
 )
-from argent.io import file_sha256, write_text_if_changed
+from argent.io import file_sha256
 from argent.models.pretrained.section import PretrainedEntry, available_entries
 from argent.plan.cost_report import cost_line
 from argent.plan.groups import Plan, build_plan, left_out_lines, uses_negatives
-from argent.plan.inputs import content_mismatches, refuse_unusable
+from argent.plan.inputs import content_mismatches, refuse_unusable, write_marker
 from argent.plan.table_choice import choose_tables
 from argent.plan.targets import (
     BenchmarkChoice,
@@ -44,7 +41,7 @@ from argent.plan.targets import (
     choose_benchmarks,
     identity_mismatches,
     mining_jobs,
-    planned_hash,
+    planned_hashes,
     probe_runs,
     refuse_carried_stamps,
     study_base,
@@ -68,9 +65,12 @@ def file_digest(path: str | None) -> str:
 
 @dataclass
 class Dag:
-    """The resolved workflow: the plan and what each rule reads, writes and depends on."""
+    """The resolved workflow: the plan and what each rule reads, writes and depends on. ``config``: the merged
+    workflow config as written (what the config files and the rules' ``hash`` params hold); ``workflow``: the same,
+    its sections typed."""
 
     config: dict[str, Any]
+    workflow: WorkflowConfig
     root: Path
     plan: Plan
     pretrained: dict[str, PretrainedEntry]
@@ -87,7 +87,7 @@ class Dag:
     def setting(self, section: str, key: str | None = None) -> Any:
         """``<section>.<key>`` (or the top-level value ``<section>``) as configured, else its type's
         default, the only one (``argent.config.setting``)."""
-        return setting(self.config, section, key)
+        return self.workflow.setting(section, key)
 
     # ---- paths ----------------------------------------------------------------------------------
 
@@ -127,21 +127,9 @@ class Dag:
             out[self.group_config(name)] = yaml.safe_dump({**gcfg, "variants_file": variants_file}, sort_keys=True)
         out[self.r("params", "hiershapes.yaml")] = yaml.safe_dump(self.setting("hiershapes", "params"),
                                                                   sort_keys=True)
-        out[str(self.results.planned_runs)] = planned_runs_text(self.planned_hashes())
-        return out
-
-    def planned_hashes(self) -> dict[RunKey, str | None]:
-        """The identity hash each run trained at home is stamped with (``planned_hash``; None for a tuned run
-        whose study has not written its best.yaml, or wrote a malformed one): the file ``argent evaluate`` of the
-        workflow reads instead of building the plan (``Results.planned_runs``)."""
-        results, out = Path(self.setting("results")), {}
-        for key in self.plan.trained:
-            try:
-                out[key] = planned_hash(self.plan, key, self.root, results)
-            except ConfigError:
-                if tuned_study(self.plan.configs[key.group], key.variant) is None:
-                    raise
-                out[key] = None  # a malformed best.yaml: the train job reads it and names it
+        # the planned identities, which argent evaluate of the workflow reads instead of building the plan
+        out[str(self.results.planned_runs)] = planned_runs_text(planned_hashes(self.plan, self.root,
+                                                                               Path(self.setting("results"))))
         return out
 
     # ---- training -------------------------------------------------------------------------------
@@ -179,15 +167,7 @@ class Dag:
     def write_identity_markers(self) -> list[str]:
         """Write (or refresh) the marker of every stale run, newer than its summary: the only files the
         identity check writes at DAG build; it never touches a run folder. Returns the markers."""
-        written = []
-        for key, stale in self.stale.items():
-            marker = Path(self.identity_marker(key))
-            write_text_if_changed(marker, stale.line() + "\n")
-            if marker.stat().st_mtime_ns <= stale.summary_mtime_ns:  # same text as before: make it newer
-                newer = max(time.time_ns(), stale.summary_mtime_ns + 1_000_000_000)
-                os.utime(marker, ns=(newer, newer))
-            written.append(str(marker))
-        return written
+        return [write_marker(Path(self.identity_marker(key)), stale) for key, stale in self.stale.items()]
 
     def run_resource(self, group: str, key: str) -> Any:
         """``runs.<key>`` of the group's config (its overrides over the base), else its one default
@@ -296,7 +276,7 @@ class Dag:
         group = self.tuning_group()
         gcfg = self.plan.configs[group] if group else self.config
         inputs = set(self.synth_inputs(setting(gcfg, "data", "train_shards")))
-        bases = [study_base(self.config, study)] if study is not None else list(self.studies().values())
+        bases = [study_base(self.workflow.tune, study)] if study is not None else list(self.studies().values())
         if any(uses_negatives(gcfg, base, self.root) for base in bases):
             inputs.add(setting(gcfg, "data", "negatives"))
         inputs.update(self.benchmark_data_inputs(list(self.tune_objective_entries())))
@@ -307,7 +287,7 @@ class Dag:
         base; ``base_variants`` left out, so the first study's is the one-base section's), the objective's
         entries, the tuning group's overrides."""
         section = {k: v for k, v in (self.config.get("tune") or {}).items() if k != "base_variants"}
-        section.update(study=study, base_variant=study_base(self.config, study))
+        section.update(study=study, base_variant=study_base(self.workflow.tune, study))
         group = self.tuning_group()
         return stable_hash([section, self.tune_objective_entries(), self.plan.groups[group].overrides if group else {}])
 
@@ -358,7 +338,7 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     except ConfigError as err:
         raise ConfigError(f"experiment groups: {err}") from None
     refuse_unusable(config, plan, root)  # results: a file; data built as another dataset_hash (plan/inputs.py)
-    notes = [*left_out_lines(plan), cost_line(config, plan, root), *study_lines(config, plan)]
+    notes = [*left_out_lines(plan), cost_line(config, plan, root), *study_lines(workflow.tune, plan)]
     entries, skipped = available_entries(workflow.pretrained, list(plan.groups))
     notes += skipped
     benchmarks = choose_benchmarks(config, root)
@@ -367,8 +347,8 @@ def build_dag(config: dict[str, Any], root: Path) -> Dag:
     refuse_carried_stamps(stale, Path(setting(config, "results")))
     stale.update(content_mismatches(plan, root, Path(setting(config, "results")), set(stale)))  # bytes read, changed
     notes += [m.line() for m in stale.values()]
-    probe = probe_runs(config, plan)
+    probe = probe_runs(workflow.probe, plan, Path(setting(config, "results")))
     tables = choose_tables(tables_section(config), plan, claims, bool(probe)) if claims else TableChoice(TABLES)
     notes += tables.lines()
-    return Dag(config=config, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
+    return Dag(config=config, workflow=workflow, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
                mining=mining_jobs(plan, root), probe=probe, tables=tables, notes=notes, stale=stale)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from argent.config.groups import RunKey
 from argent.data.inputs import declared_hash_problem
 from argent.data.policy import BadDataError
 from argent.data.shards import expand_shards
-from argent.io import ArgentError
+from argent.io import ArgentError, write_text_if_changed
 from argent.plan.groups import Plan
 from argent.plan.targets import IdentityMismatch
 from argent.runs import SUMMARY, run_dir
@@ -151,3 +152,13 @@ def refuse_unusable(config: dict[str, Any], plan: Plan, root: Path) -> None:
     problems += declared_hash_refusals(plan, root)
     if problems:
         raise ConfigError("\n  ".join(problems))
+
+
+def write_marker(marker: Path, stale: Any) -> str:
+    """A stale run's identity marker (its mismatch, ``stale.line()``), newer than the run's summary so that
+    Snakemake retrains it (``Dag.identity_inputs``); the same text again is made newer all the same."""
+    write_text_if_changed(marker, stale.line() + "\n")
+    if marker.stat().st_mtime_ns <= stale.summary_mtime_ns:  # same text as before: make it newer
+        newer = max(time.time_ns(), stale.summary_mtime_ns + 1_000_000_000)
+        os.utime(marker, ns=(newer, newer))
+    return str(marker)

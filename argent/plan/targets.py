@@ -20,15 +20,15 @@ from argent.config.groups import (
     RunKey,
     planned_identity,
     refuse_other_identity,
-    tune_studies,
-    tuned_base,
     tuned_study,
 )
 from argent.evaluation.benchmarks import CLEANED, CLEANED_SIDE, entry_paths, parse_benchmark
 from argent.io import ReadError, read_json_object
 from argent.plan.groups import Plan, uses_negatives
 from argent.plan.preflight import benchmark_findings, missing_required, produced_prefixes
+from argent.probe.config import ProbeSection
 from argent.runs import SUMMARY, is_under, probe_result, run_dir
+from argent.tuning.config import TuneConfig
 
 __all__ = ["BenchmarkChoice", "IdentityMismatch", "benchmark_data_inputs", "choose_benchmarks",
            "check_stamp", "identity_mismatches", "mining_jobs", "planned_hash", "probe_runs", "stamped_hash"]
@@ -101,23 +101,23 @@ def mining_jobs(plan: Plan, base_dir: Path) -> dict[str, str]:
     return jobs
 
 
-def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
-    """{probe result path: the run it reads} for ``probe:`` (``variants`` name ``<group>/<variant>``, a
-    bare name meaning main). A borrowed run is read, and its result written, under its lender."""
-    if not setting(cfg, "probe", "enabled"):
+def probe_runs(probe: ProbeSection, plan: Plan, results: Path) -> dict[str, RunKey]:
+    """{probe result path: the run it reads} for the typed ``probe:`` section (``variants`` name
+    ``<group>/<variant>``, a bare name meaning main). A borrowed run is read, and its result written, under
+    its lender."""
+    if not probe.enabled:
         return {}
-    results = Path(setting(cfg, "results"))
     out: dict[str, RunKey] = {}
-    for name in setting(cfg, "probe", "variants") or []:
+    for name in probe.variants or []:
         group, _, variant = str(name).rpartition("/")
         group = group or "main"
         if group not in plan.configs:
             raise ConfigError(f"probe.variants: {name!r}: group {group!r} is not an active group; "
                               f"active: {sorted(plan.configs)}")
-        seeds = setting(cfg, "probe", "seeds")
+        seeds = probe.seeds
         if not seeds:
             raise ConfigError("probe.seeds: the seeds of the runs to probe are missing (e.g. [0])")
-        for size in setting(cfg, "probe", "sizes") or plan.groups[group].sizes:
+        for size in probe.sizes or plan.groups[group].sizes:
             for seed in seeds:
                 key = RunKey(group, variant, size, int(seed))
                 if key not in plan.home:
@@ -127,24 +127,26 @@ def probe_runs(cfg: dict[str, Any], plan: Plan) -> dict[str, RunKey]:
     return out
 
 
-def study_base(cfg: dict[str, Any], study: str) -> str:
-    """The base variant ``study`` tunes; another name is a ``ConfigError`` naming the config's studies."""
-    studies = tune_studies(cfg)
+def study_base(tune: TuneConfig, study: str) -> str:
+    """The base variant ``study`` of the typed ``tune:`` section tunes; another name is a ``ConfigError`` naming
+    the config's studies."""
+    studies = tune.studies()
     if study not in studies:
         raise ConfigError(f"tune: no study {study!r} in this config (tune.study, tune.base_variants); "
                           f"its studies: {sorted(studies)}")
-    return studies[study]
+    return studies[study].base_variant
 
 
-def study_lines(cfg: dict[str, Any], plan: Plan) -> list[str]:
-    """One line per study the workflow runs whose best no active group retrains (``<base>-tuned``): its
-    trials cost what no cost line counts (the cost counts a study with the group that lists its variant)."""
-    if not setting(cfg, "tune", "enabled"):
+def study_lines(tune: TuneConfig, plan: Plan) -> list[str]:
+    """One line per study the typed ``tune:`` section runs whose best no active group retrains (``<base>-tuned``):
+    its trials cost what no cost line counts (the cost counts a study with the group that lists its variant)."""
+    if not tune.enabled:
         return []
-    retrained = {tuned_base(cfg, v) for group in plan.active() for v in group.variants}
-    return [f"argent: study {study} tunes {base} ({setting(cfg, 'tune', 'n_trials')} trials), but no active group "
-            f"retrains {base}{TUNED_SUFFIX}: its trials are in no cost line (list it in a group, or drop {base} "
-            f"from tune.base_variants)" for study, base in tune_studies(cfg).items() if base not in retrained]
+    listed = {v.removesuffix(TUNED_SUFFIX) for group in plan.active() for v in group.variants if v.endswith(TUNED_SUFFIX)}
+    return [f"argent: study {name} tunes {study.base_variant} ({tune.n_trials} trials), but no active group "
+            f"retrains {study.base_variant}{TUNED_SUFFIX}: its trials are in no cost line (list it in a group, or drop "
+            f"{study.base_variant} from tune.base_variants)"
+            for name, study in tune.studies().items() if study.base_variant not in listed]
 
 
 # ---- run identity at every read ------------------------------------------------------------------
@@ -154,6 +156,20 @@ def planned_hash(plan: Plan, key: RunKey, base_dir: Path, results: Path) -> str 
     """The identity hash the workflow's train job stamps ``key``'s run with (``argent.config.groups.planned_identity``
     of its group's config; None for a tuned run before its study's ``best.yaml`` exists)."""
     return planned_identity(plan.configs[key.group], key, base_dir, results)
+
+
+def planned_hashes(plan: Plan, base_dir: Path, results: Path) -> dict[RunKey, str | None]:
+    """The identity hash each run the plan trains at home is stamped with (``planned_hash``; None for a tuned run
+    whose study has not written its best.yaml, or wrote a malformed one: its train job reads it and names it)."""
+    out: dict[RunKey, str | None] = {}
+    for key in plan.trained:
+        try:
+            out[key] = planned_hash(plan, key, base_dir, results)
+        except ConfigError:
+            if tuned_study(plan.configs[key.group], key.variant) is None:
+                raise
+            out[key] = None
+    return out
 
 
 def stamped_hash(path: Path) -> str | None:

@@ -1,5 +1,6 @@
 # HierarCaps cleaning (ARGENT §5): unambiguous samples, the rarely-retrieved negative pool and the
 # Table 1 false-negative analysis, per HierarCaps-format data set (the real one, the embedded one).
+CLEAN_FOLDER = Results(RESULTS).clean("{dataset}")
 
 
 rule clean_hierarcaps:

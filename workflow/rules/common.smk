@@ -1,7 +1,6 @@
 # Glue only: the workflow's decisions live in argent.plan.dag (tested without Snakemake); here they
 # are resolved once and adapted to Snakemake's wildcards.
 import atexit
-import re
 import shlex
 import shutil
 import sys
@@ -9,13 +8,13 @@ import tempfile
 from pathlib import Path
 
 from argent.config import ConfigError, setting
+from argent.config.groups import RunKey
 from argent.io import ArgentError, write_text_if_changed
-from argent.plan.dag import build_dag, file_digest, stable_hash
-from argent.config.groups import TUNED_VARIANT, RunKey, base_variant
-from argent.runs import EVAL_DIR, PRETRAINED_GROUP, SUMMARY, Results, eval_dir, job_record_path, probe_result, run_job_record
+from argent.plan.dag import build_dag, stable_hash
+from argent.runs import SUMMARY, Results, job_record_path, run_job_record
 from argent.runs import run_dir as layout_run_dir
 from argent.runs.workflow_lock import hold_workflow
-from argent.tablespec.outputs import table_paths
+from argent.tablespec.outputs import report_categories
 from snakemake.exceptions import WorkflowError
 
 # Relative paths in the config (variants, claims, data) are the working directory's, as `configfile:` is:
@@ -60,7 +59,7 @@ elif ARGENT_DAG.stale:
 # summary, an input of its train job (argent.plan.targets.identity_mismatches); no run folder is touched.
 ARGENT_DAG.write_identity_markers()
 
-PLAN, PRETRAINED, MINING_JOBS = ARGENT_DAG.plan, ARGENT_DAG.pretrained, ARGENT_DAG.mining
+PLAN = ARGENT_DAG.plan  # the runs to train (argent/plan/groups.py)
 
 # One line per job start and end, with jobs done / total and the time left (argent/plan/progress.py): a
 # handler on Snakemake's logger, which gets the events a logger plugin gets (Snakemake finds a plugin
@@ -74,61 +73,16 @@ if workflow.is_main_process and not DRY_RUN:
                                                  train_job_seconds(ARGENT_DAG.config, PLAN, ROOT)))
 R = ARGENT_DAG.r
 EFFECTIVE_CONFIG = ARGENT_DAG.effective_config
-GROUP_CONFIG = {name: ARGENT_DAG.group_config(name) for name in PLAN.configs}
 # The preflight (argent check) is the DAG's first job (check.smk says why only `all` depends on it).
 PREFLIGHT = str(Results(RESULTS).preflight)
-HIERSHAPES_MANIFEST = ARGENT_DAG.hiershapes_manifest
-HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")
 WORDNET_ZIP = R("nltk_data", "corpora", "wordnet.zip")
-WORDNET_SOURCE = ARGENT_DAG.setting("negatives", "wordnet_zip")  # the configured zip, staged at WORDNET_ZIP
 
-# Output patterns from the one layout (argent/runs/layout.py): a run's summary.json (the train rule's
-# output, written last: it marks a finished run), its evaluation folder, a released model's, a probe result.
+# A run's summary.json (the train rule's output, written last: it marks a finished run), from the one layout
+# (argent/runs/layout.py); each rule file spells its other outputs' patterns through it.
 RUN_SUMMARY = str(layout_run_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}") / SUMMARY)
-RUN_EVAL_DIR = eval_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}")
-PRETRAINED_EVAL_DIR = RESULTS / EVAL_DIR / PRETRAINED_GROUP / "{name}" / "seed0"
-PROBE_RESULT = str(probe_result(RESULTS, "{group}", "{variant}", "{size}", "{seed}"))
-STUDY_BEST, STUDY_TRIALS = (str(Results(RESULTS).study_best("{study}")), str(Results(RESULTS).study_trials("{study}")))
-CLEAN_FOLDER = Results(RESULTS).clean("{dataset}")
 
-
-# The report's menu: one category per table (one click opens it), in this order: the report sorts them by
-# name, so each is numbered among those this config makes (the claims first, when it tests any).
-REPORT_SECTIONS = {
-    "claims": "Claims",
-    "main": "Main results (Table 2)",
-    "ablations": "Ablations (Table 3)",
-    "mechanism": "Mechanism (cone collapse)",
-    "probe": "Probe (TaxGen)",
-    "table1": "Table 1 (HierarCaps cleaning)",
-    "cost": "Cost",
-    "figures": "Figures",
-}
-_SHOWN = [*ARGENT_DAG.tables.written, *(["table1"] if ARGENT_DAG.cleaned_datasets() else []), "figures"]
-_SHOWN = [name for name in REPORT_SECTIONS if name in _SHOWN]
-REPORT_CATEGORY = {name: f"{_SHOWN.index(name) + 1}. {title}" if name in _SHOWN else title
-                   for name, title in REPORT_SECTIONS.items()}
-
-
-def table_outputs():
-    """{<table>_md, <table>_csv, <table>_html: path} of the tables this config writes (the tables rule's
-    outputs); the .html in the report, in its category, captioned by workflow/report/<table>_table.rst."""
-    out = {}
-    for name in ARGENT_DAG.tables.written:
-        paths = table_paths(Path(R("tables")), name)
-        out[f"{name}_md"], out[f"{name}_csv"] = str(paths["md"]), str(paths["csv"])
-        out[f"{name}_html"] = report(str(paths["html"]), caption=f"../report/{name}_table.rst",
-                                     category=REPORT_CATEGORY[name])
-    return out
-
-
-def run_figure_outputs():
-    """The per-run figures folder, when an evaluation draws them (an analysis benchmark runs)."""
-    if not ARGENT_DAG.run_figures():
-        return {}
-    folder = directory(R("figures", "runs"))
-    return {"figures": report(folder, patterns=["{name}.png"], caption="../report/figures.rst",
-                              category=REPORT_CATEGORY["figures"])}
+# The report's menu: one category per table, numbered among those this config makes (argent/tablespec/outputs.py).
+REPORT_CATEGORY = report_categories(ARGENT_DAG.tables.written, bool(ARGENT_DAG.cleaned_datasets()))
 
 
 def job_record(stage, *parts):
@@ -149,43 +103,6 @@ def run_dir(wildcards):
     return ARGENT_DAG.run_dir(key_of(wildcards))
 
 
-def run_hash(wildcards):
-    try:
-        return ARGENT_DAG.run_hash(key_of(wildcards))
-    except ConfigError as err:
-        raise ValueError(str(err)) from None
-
-
-def identity_inputs(wildcards):
-    return ARGENT_DAG.identity_inputs(key_of(wildcards))
-
-
 def run_resource(wildcards, key):
     """The group's runs.<key>, else its one default (argent.config.group_entries.RunResources)."""
     return ARGENT_DAG.run_resource(wildcards.group, key)
-
-
-def tuning_resource(key, default):
-    """The tuning group's runs.<key>: a worker trains the study's trials on that group's budget."""
-    group = ARGENT_DAG.tuning_group()
-    return ARGENT_DAG.run_resource(group, key) if group else default
-
-
-def train_launcher(wildcards, threads):
-    return ARGENT_DAG.launcher(wildcards.group)
-
-
-def training_data_inputs(wildcards):
-    return ARGENT_DAG.training_inputs(wildcards.group, wildcards.variant)
-
-
-def benchmark_inputs(wildcards):
-    return ARGENT_DAG.evaluation_inputs(key_of(wildcards))
-
-
-def pretrained_inputs(wildcards):
-    return ARGENT_DAG.pretrained_inputs(wildcards.name)
-
-
-def benchmarks():
-    return ARGENT_DAG.benchmarks.run

@@ -1,5 +1,10 @@
 # The embedded benchmark. Real data sets are prepared by their owners' tools and pointed at in config.
+from argent.plan.dag import file_digest
 from argent.runs.layout import IMAGE_CACHE_MARKER as IMAGE_CACHE_FILE
+
+HIERSHAPES_MANIFEST = ARGENT_DAG.hiershapes_manifest  # written last by argent synth: the data set is complete
+HIERSHAPES_PARAMS = R("params", "hiershapes.yaml")  # the generator's parameters (ARGENT_DAG.files())
+WORDNET_SOURCE = ARGENT_DAG.setting("negatives", "wordnet_zip")  # the configured zip, staged at WORDNET_ZIP
 
 
 rule synth_hiershapes:

@@ -1,5 +1,23 @@
 # Every benchmark of a run in one job: the model is loaded once and each benchmark's JSON is
 # written on its own (atomically). A benchmark is a config entry naming a protocol and its data.
+from argent.runs import EVAL_DIR, PRETRAINED_GROUP, eval_dir
+
+# A run's evaluation folder and a released model's, from the one layout (argent/runs/layout.py).
+PRETRAINED = ARGENT_DAG.pretrained  # {name: the config's pretrained: entry}
+RUN_EVAL_DIR = eval_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}")
+PRETRAINED_EVAL_DIR = RESULTS / EVAL_DIR / PRETRAINED_GROUP / "{name}" / "seed0"
+
+
+def benchmark_inputs(wildcards):
+    return ARGENT_DAG.evaluation_inputs(key_of(wildcards))
+
+
+def pretrained_inputs(wildcards):
+    return ARGENT_DAG.pretrained_inputs(wildcards.name)
+
+
+def benchmarks():
+    return ARGENT_DAG.benchmarks.run
 
 
 rule evaluate:

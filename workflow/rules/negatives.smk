@@ -1,7 +1,13 @@
 # Concreteness-aware hard negatives for the training captions (Concrete Jungle; our documented design).
 
 
-# One job per negatives parquet that an active group trains on (common.smk: MINING_JOBS).
+import re
+
+# One job per negatives parquet that an active group trains on: {parquet: the training shards it is mined from}.
+MINING_JOBS = ARGENT_DAG.mining
+
+
+
 rule mine_negatives:
     input:
         data=lambda w: ARGENT_DAG.synth_inputs(MINING_JOBS[w.parquet]),

@@ -1,4 +1,7 @@
 # TaxGen probe: frozen towers, a projector trained on leaf questions, hypernym questions held out.
+from argent.runs import probe_result
+
+PROBE_RESULT = str(probe_result(RESULTS, "{group}", "{variant}", "{size}", "{seed}"))
 
 
 rule probe:

@@ -2,6 +2,29 @@
 # and run folder (argent/tables/). Each table is written as .md (its source), .csv and .html; the
 # report shows the .html pages. Which tables a config writes is the DAG's answer
 # (argent/plan/table_choice.py): a table that would hold no run or no tested claim is left out, one line each.
+from argent.tablespec.outputs import table_paths
+
+
+def table_outputs():
+    """{<table>_md, <table>_csv, <table>_html: path} of the tables this config writes (the tables rule's
+    outputs); the .html in the report, in its category, captioned by workflow/report/<table>_table.rst."""
+    out = {}
+    for name in ARGENT_DAG.tables.written:
+        paths = table_paths(Path(R("tables")), name)
+        out[f"{name}_md"], out[f"{name}_csv"] = str(paths["md"]), str(paths["csv"])
+        out[f"{name}_html"] = report(str(paths["html"]), caption=f"../report/{name}_table.rst",
+                                     category=REPORT_CATEGORY[name])
+    return out
+
+
+def run_figure_outputs():
+    """The per-run figures folder, when an evaluation draws them (an analysis benchmark runs)."""
+    if not ARGENT_DAG.run_figures():
+        return {}
+    folder = directory(R("figures", "runs"))
+    return {"figures": report(folder, patterns=["{name}.png"], caption="../report/figures.rst",
+                              category=REPORT_CATEGORY["figures"])}
+
 
 # What the report's landing page says beside the rule graph.
 report: "../report/workflow.rst"

@@ -1,6 +1,28 @@
 # One job per (group, variant, size, seed); a group trains with its own config file (base + overrides). summary.json is written last, so it marks a finished run;
 # the checkpoint is deliberately not an output: Snakemake deletes the outputs of an incomplete job,
 # and a re-run (--rerun-incomplete) must find the checkpoint to resume from.
+from argent.config.groups import base_variant
+
+GROUP_CONFIG = {name: ARGENT_DAG.group_config(name) for name in PLAN.configs}
+
+
+def run_hash(wildcards):
+    try:
+        return ARGENT_DAG.run_hash(key_of(wildcards))
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
+
+
+def identity_inputs(wildcards):
+    return ARGENT_DAG.identity_inputs(key_of(wildcards))
+
+
+def train_launcher(wildcards, threads):
+    return ARGENT_DAG.launcher(wildcards.group)
+
+
+def training_data_inputs(wildcards):
+    return ARGENT_DAG.training_inputs(wildcards.group, wildcards.variant)
 
 
 wildcard_constraints:

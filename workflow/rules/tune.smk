@@ -2,6 +2,13 @@
 # others'); a study's parallel workers share it (SQLite under results/ by default, any SQLAlchemy URL for
 # clusters); the export writes best.yaml, which trains as the variant <base>-tuned (argent-tuned, ...).
 # Trials are scored on the validation benchmarks of tune.objective only (docs/tuning.md).
+STUDY_BEST, STUDY_TRIALS = (str(Results(RESULTS).study_best("{study}")), str(Results(RESULTS).study_trials("{study}")))
+
+
+def tuning_resource(key, default):
+    """The tuning group's runs.<key>: a worker trains the study's trials on that group's budget."""
+    group = ARGENT_DAG.tuning_group()
+    return ARGENT_DAG.run_resource(group, key) if group else default
 
 
 rule tune_worker:

@@ -16,7 +16,7 @@ from typing import Any
 
 from argent.config.groups import RunKey
 from argent.io import ArgentError
-from argent.plan.cost import step_time
+from argent.plan.cost import cost_section, records, step_time
 from argent.runs import eval_dir, read_job_records, run_dir
 from argent.tables.collect import collect, collect_skips, skips_footnote
 from argent.tables.cost import cost_rows, markdown
@@ -195,8 +195,8 @@ class Results:
             return hardware_note(self.root, SimpleNamespace(home={key: key}), ["main/clip"])
         if kind == "record":
             return "".join(markdown(rows, "t") for rows in cost_rows(read_job_records(self.root / "benchmarks")))
-        config = {"results": str(self.root), "cost": {"step_times": str(self.files["step_times"])}}
-        return repr(step_time(config, "tiny", 8, "cpu", self.root))
+        cost = cost_section({"cost": {"step_times": str(self.files["step_times"])}})
+        return repr(step_time(cost, "tiny", 8, "cpu", records(cost, self.root, self.root)))
 
 
 def mutations() -> Iterator[tuple[str, tuple, Any, bool | None]]:

@@ -5,10 +5,11 @@ The Snakefile's answers equal these (tests/integration/workflow/test_smoke.py ru
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
-from argent.config import ConfigError, load_config
+from argent.config import ConfigError, WorkflowConfig, load_config
 from argent.config.groups import RunKey
 from argent.plan.groups import build_plan
 from argent.plan.targets import benchmark_data_inputs, choose_benchmarks, mining_jobs, probe_runs
@@ -79,10 +80,11 @@ def test_one_parquet_is_mined_from_one_set_of_shards(smoke):
 def test_the_probe_reads_each_run_where_it_lives(smoke):
     cfg = copy.deepcopy(smoke)
     cfg["probe"]["variants"] = ["argent", "ablations/meru"]  # ablations borrows meru from main
-    runs = probe_runs(cfg, build_plan(cfg, ROOT))
+    runs = probe_runs(WorkflowConfig(cfg).probe, build_plan(cfg, ROOT), Path(cfg["results"]))
     assert runs == {"results/smoke/probe/main/argent-tiny/seed0.json": RunKey("main", "argent", "tiny", 0),
                     "results/smoke/probe/main/meru-tiny/seed0.json": RunKey("main", "meru", "tiny", 0)}
-    assert probe_runs({**cfg, "probe": {**cfg["probe"], "enabled": False}}, build_plan(cfg, ROOT)) == {}
+    assert probe_runs(WorkflowConfig({**cfg, "probe": {**cfg["probe"], "enabled": False}}).probe, build_plan(cfg, ROOT),
+                      Path(cfg["results"])) == {}
 
 
 @pytest.mark.parametrize("probe, message", [
@@ -94,5 +96,5 @@ def test_a_probe_of_a_run_the_plan_does_not_train_is_named(smoke, probe, message
     cfg = copy.deepcopy(smoke)
     cfg["probe"].update(probe)
     with pytest.raises(ConfigError) as info:
-        probe_runs(cfg, build_plan(cfg, ROOT))
+        probe_runs(WorkflowConfig(cfg).probe, build_plan(cfg, ROOT), Path(cfg["results"]))
     assert message in str(info.value)
