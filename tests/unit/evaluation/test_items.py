@@ -301,6 +301,6 @@ def test_collect_items(tmp_path: Path) -> None:
     }
     assert all(type(v) is float for vec in out.values() for v in vec.values())
     bad = eval_dir / "main" / "clip-tiny" / "seed1" / "bad.json"
-    atomic_write_json(bad, {"items": {"top1": {"ids": ["a"], "values": [1, 2]}}})
+    atomic_write_json(bad, {"metrics": {"top1": 1.0}, "items": {"top1": {"ids": ["a"], "values": [1, 2]}}})
     with pytest.raises(ValueError, match=r"bad.json: items\['top1'\]"):
         collect_items(eval_dir)
