@@ -72,7 +72,8 @@ def claims_left_out(cfg: dict[str, Any], claims: ClaimsSpec, plan: Plan) -> str:
         return "no claim compares two runs this config trains"
     most = max(len(seeds) for seeds in paired)
     return (f"each claim's two runs share {most} seed at most, and a claim is tested on {least} paired seeds or "
-            f"more (runs.seeds; config/config.yaml trains 3; tables.claims.min_paired_seeds)")
+            "more (raise runs.seeds or a group's seeds, as config/config.yaml does for every group; or lower "
+            "tables.claims.min_paired_seeds)")
 
 
 def choose_tables(cfg: dict[str, Any], plan: Plan, claims: ClaimsSpec, probe: bool) -> TableChoice:
