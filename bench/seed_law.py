@@ -52,6 +52,8 @@ def extract(results: Path, out: Path, benchmark: str = "hs_zeroshot", metric: st
         found = {int(p.parent.name.removeprefix("seed")): p for p in folder.glob(f"seed*/{benchmark}.json")}
         seeds = sorted(found) if seeds is None else sorted(set(seeds) & set(found))
         tables[family] = found
+    if not seeds:
+        raise SystemExit(f"{results}: no seed is evaluated ({benchmark}) for all of {', '.join(FAMILIES)} yet")
     rows = {}
     for family, found in tables.items():
         matrix = []

@@ -65,6 +65,15 @@ def render(parse: Parse, texts: dict[int, str], fix_articles: bool = True) -> st
     return "".join(out)
 
 
+def regular_plural(lemma: str) -> str:
+    """English's regular plural of a noun lemma (es after a sibilant, ies after a consonant + y, else s)."""
+    if lemma.endswith(("s", "x", "z", "ch", "sh")):
+        return lemma + "es"
+    if lemma.endswith("y") and lemma[-2:-1] not in "aeiou":
+        return lemma[:-1] + "ies"
+    return lemma + "s"
+
+
 class WordForms:
     """WordNet-backed noun inflection: irregular plurals from ``noun.exc``, else spelling rules."""
 
@@ -89,14 +98,7 @@ class WordForms:
 
     def pluralize(self, lemma: str) -> str | None:
         """Plural of ``lemma``, or None when WordNet's morphology does not map it back to ``lemma``."""
-        plural = self._irregular_plurals().get(lemma)
-        if plural is None:
-            if lemma.endswith(("s", "x", "z", "ch", "sh")):
-                plural = lemma + "es"
-            elif lemma.endswith("y") and lemma[-2:-1] not in "aeiou":
-                plural = lemma[:-1] + "ies"
-            else:
-                plural = lemma + "s"
+        plural = self._irregular_plurals().get(lemma) or regular_plural(lemma)
         # Guard against forms WordNet reads as another word ("mans" -> "man" is fine, "gas" -> "ga" not).
         return plural if self.wn.morphy(plural, "n") == lemma else None
 

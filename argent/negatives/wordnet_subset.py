@@ -33,7 +33,7 @@ import zipfile
 from collections.abc import Iterable
 from typing import Any
 
-from argent.negatives.operators import Operators
+from argent.negatives.operators import Operators, regular_plural
 from argent.negatives.tagger import LexiconTagger
 from argent.wordnet import SUBSET_FILE
 
@@ -56,13 +56,7 @@ def morphy_forms(word: str, pos: str, exceptions: dict[str, dict[str, list[str]]
 
 def plural_forms(lemma: str, irregular: dict[str, list[str]]) -> set[str]:
     """The plurals ``operators.WordForms.pluralize`` may write: any irregular one, else its spelling rules."""
-    if lemma.endswith(("s", "x", "z", "ch", "sh")):
-        regular = lemma + "es"
-    elif lemma.endswith("y") and lemma[-2:-1] not in "aeiou":
-        regular = lemma[:-1] + "ies"
-    else:
-        regular = lemma + "s"
-    return {regular, *irregular.get(lemma, ())}
+    return {regular_plural(lemma), *irregular.get(lemma, ())}
 
 
 class SubsetBuilder:

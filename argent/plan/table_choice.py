@@ -48,7 +48,8 @@ def claims_left_out(section: TablesSection, claims: ClaimsSpec, plan: Plan) -> s
         return "no claim compares two runs this config trains"
     most = max(len(seeds) for seeds in paired)
     return (f"each claim's two runs share {most} seed at most, and a claim is tested on {least} paired seeds or "
-            f"more (runs.seeds; config/config.yaml trains 3; tables.claims.min_paired_seeds)")
+            "more (raise runs.seeds or a group's seeds, as config/config.yaml does for every group; or lower "
+            "tables.claims.min_paired_seeds)")
 
 
 def choose_tables(section: TablesSection, plan: Plan, claims: ClaimsSpec, probe: bool) -> TableChoice:

@@ -57,7 +57,8 @@ def test_one_seed_and_no_ablation_group_leave_out_claims_and_ablations_one_line_
     assert choice.written == ("main", "mechanism", "cost")
     assert choice.lines() == [
         "argent tables: no claims table: each claim's two runs share 1 seed at most, and a claim is tested on 2 "
-        "paired seeds or more (runs.seeds; config/config.yaml trains 3; tables.claims.min_paired_seeds)",
+        "paired seeds or more (raise runs.seeds or a group's seeds, as config/config.yaml does for every group; or "
+        "lower tables.claims.min_paired_seeds)",
         "argent tables: no ablations table: none of its rows' groups runs (ablations: groups.ablations.enabled is "
         "false; single: groups.single.enabled is false)",
         "argent tables: no probe table: the probe did not run (probe.enabled is false, or no probe result)"]
