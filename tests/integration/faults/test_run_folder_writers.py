@@ -30,7 +30,7 @@ from argent.io import ArgentError
 from argent.models import build_model
 from argent.models.trained import load_model
 from argent.plan.cli import merged_config
-from argent.plan.groups import RunKey, build_plan, run_experiment
+from argent.plan.groups import RunKey, build_plan, run_experiment, tuned_study
 from argent.restamp.stamp import _tuned_overrides, restamp_run
 from argent.runs import RunFolder, RunFolderBusy, hold_writer, legacy_hash, read_metrics, run_dir
 from tests.fixtures import ROOT, SCRIPTS, TINY, bad_shard, checksums, nan_at, stream, tiny_exp, train_tiny
@@ -339,11 +339,11 @@ def test_restamp_refuses_a_folder_a_trainer_is_writing(tmp_path):
 ])
 def test_a_torn_or_misshapen_best_yaml_is_one_error_naming_it(tmp_path, text, expected):
     cfg = merged_config(Path("config/config.yaml"), [], ROOT)
-    best = tmp_path / "results" / "tune" / cfg["tune"]["study"] / "best.yaml"
+    best = tmp_path / "results" / "tune" / tuned_study(cfg, "argent-tuned") / "best.yaml"
     best.parent.mkdir(parents=True)
     best.write_text(text)
     with pytest.raises(ArgentError) as info:  # before: a yaml or attribute error (a traceback)
-        _tuned_overrides(cfg, tmp_path / "results")
+        _tuned_overrides(cfg, tmp_path / "results", "argent-tuned")
     assert str(best) in str(info.value) and expected in str(info.value)
 
 
