@@ -114,6 +114,52 @@ class WorkflowConfig:
         """One value as written, else its type's default (``argent.config.setting``)."""
         return setting(self.raw, section, key)
 
+    def written(self, name: str) -> dict[str, Any]:
+        """Section ``name`` as written (absent: empty): for a reader that needs its values verbatim, such as the
+        paths a rule names (typed ``benchmarks:`` entries hold them absolute) or a hash of what the user wrote."""
+        if name not in SECTIONS:
+            raise KeyError(f"no section {name!r}; known: {list(SECTIONS)}")
+        try:
+            return section_of(self.raw, name)
+        except ConfigError as err:
+            raise self._error(err) from None
+
+    @property
+    def results(self) -> str:
+        return self.section("results")
+
+    @property
+    def variants_file(self) -> str:
+        return self.section("variants_file")
+
+    @property
+    def hiershapes(self) -> Any:
+        return self.section("hiershapes")
+
+    @property
+    def runs(self) -> Any:
+        return self.section("runs")
+
+    @property
+    def train(self) -> Any:
+        return self.section("train")
+
+    @property
+    def data(self) -> Any:
+        return self.section("data")
+
+    @property
+    def evaluate(self) -> Any:
+        return self.section("evaluate")
+
+    @property
+    def cost(self) -> Any:
+        return self.section("cost")
+
+    @property
+    def tables(self) -> Any:
+        return self.section("tables")
+
     @property
     def clean(self) -> Any:
         return self.section("clean")
@@ -129,6 +175,12 @@ class WorkflowConfig:
     @property
     def tune(self) -> Any:
         return self.section("tune")
+
+    @property
+    def tune_or_defaults(self) -> Any:
+        """The ``tune:`` section typed, or every default when the config has none (tuning off): for the plan,
+        which asks whether a study runs; ``tune`` itself requires the section, as the tuning verbs do."""
+        return self.tune if self.raw.get("tune") is not None else parse_section({"tune": {}}, "tune", self.base_dir)
 
     @property
     def pretrained(self) -> Any:
