@@ -5,8 +5,8 @@
 duplicate keys and unknown top-level sections refused, naming the file and the key; the paths derived
 from ``results:`` and ``hiershapes.out`` filled in, argent/config/derived_paths.py) and returns a
 ``WorkflowConfig``. Every verb reads its sections from that object: the mapping as merged (``raw``,
-what the workflow's effective config file holds, and what the plan and the tables walk) and each
-section typed once, on first use, by its entry in the one registry ``SECTIONS`` (argent/config/registry.py:
+what the workflow's effective config file holds and the run identities hash; ``written(section)`` one
+section of it verbatim) and each section typed once, on first use, by its entry in the one registry ``SECTIONS`` (argent/config/registry.py:
 every top-level key, its dataclass and its shape). A mistyped key in a section is an error naming
 the file, the full key path and the allowed keys. The DAG build (argent/plan/dag.py) and ``argent
 check`` parse every section the config holds (``check_all``); the keys and defaults of every section
