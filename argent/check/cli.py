@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     # merged over config/config.yaml as Snakemake's --configfile does (the workflow's own merged file is a fixpoint)
     workflow = load_config(args.config, base_dir=args.base_dir, merge_default=not args.no_default)
     workflow.check_all()  # every section, typed by its dataclass (argent.config.SECTIONS)
-    claims = check_claims(workflow.raw, args.base_dir)  # the claims file and its role map, as the tables job reads them
+    claims = check_claims(workflow, args.base_dir)  # the claims file and its role map, as the tables job reads them
     findings = preflight(workflow.raw, args.base_dir, args.min_free_gb, claims)
     for f in findings:
         if f.status == "missing-optional":

@@ -24,8 +24,9 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0,
               claims: ClaimsSpec | None = None) -> list[Finding]:
     """Every check; raises ``PreflightError`` listing every problem, else returns the findings."""
     check_sections(cfg)
-    prefixes = produced_prefixes(cfg)
-    plan, problems = _plan_problems(cfg, base_dir, prefixes)
+    workflow = WorkflowConfig(cfg, "config", base_dir)
+    prefixes = produced_prefixes(workflow)
+    plan, problems = _plan_problems(workflow, base_dir, prefixes)
     findings, found = training_data(cfg, plan.configs if plan else {}, prefixes)
     problems += found
     benchmarks, found = benchmark_data(cfg, prefixes, base_dir)
@@ -43,9 +44,10 @@ def preflight(cfg: dict[str, Any], base_dir: Path, min_free_gb: float = 1.0,
     return findings
 
 
-def _plan_problems(cfg: dict[str, Any], base_dir: Path, prefixes: list[str]) -> tuple[Plan | None, list[str]]:
+def _plan_problems(workflow: WorkflowConfig, base_dir: Path, prefixes: list[str]) -> tuple[Plan | None, list[str]]:
     """(the plan, or None when the groups cannot run, and the problems of the results folder, of each run as its
     job would start it, of the devices every job asks for and of the study's objective)."""
+    cfg = workflow.raw  # the checks of argent/check read the mapping
     problems: list[str] = []
     devices: dict[str, str] = {}  # device -> the key that asks for it
     results_folder = Path(str(setting(cfg, "results")))
@@ -53,7 +55,7 @@ def _plan_problems(cfg: dict[str, Any], base_dir: Path, prefixes: list[str]) -> 
     if unusable:
         problems.append(unusable)
     try:
-        plan = build_plan(cfg, base_dir)  # the experiment groups; a group that cannot run is an error here
+        plan = build_plan(workflow, base_dir)  # the experiment groups; a group that cannot run is an error here
     except ConfigError as err:
         plan = None
         problems.append(f"groups: {err}")
@@ -63,7 +65,7 @@ def _plan_problems(cfg: dict[str, Any], base_dir: Path, prefixes: list[str]) -> 
     if setting(cfg, "clean", "datasets"):  # the cleaning jobs run on clean.device
         devices.setdefault(setting(cfg, "clean", "device"), "clean.device")
     problems += device_problems(devices)
-    problems += objective_problems(WorkflowConfig(cfg, "config", base_dir), base_dir)
+    problems += objective_problems(workflow, base_dir)
     return plan, problems
 
 

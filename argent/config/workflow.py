@@ -5,8 +5,8 @@
 duplicate keys and unknown top-level sections refused, naming the file and the key; the paths derived
 from ``results:`` and ``hiershapes.out`` filled in, argent/config/derived_paths.py) and returns a
 ``WorkflowConfig``. Every verb reads its sections from that object: the mapping as merged (``raw``,
-what the workflow's effective config file holds, and what the plan and the tables walk) and each
-section typed once, on first use, by its entry in the one registry ``SECTIONS`` (argent/config/registry.py:
+what the workflow's effective config file holds and the run identities hash; ``written(section)`` one
+section of it verbatim) and each section typed once, on first use, by its entry in the one registry ``SECTIONS`` (argent/config/registry.py:
 every top-level key, its dataclass and its shape). A mistyped key in a section is an error naming
 the file, the full key path and the allowed keys. The DAG build (argent/plan/dag.py) and ``argent
 check`` parse every section the config holds (``check_all``); the keys and defaults of every section
@@ -114,6 +114,52 @@ class WorkflowConfig:
         """One value as written, else its type's default (``argent.config.setting``)."""
         return setting(self.raw, section, key)
 
+    def written(self, name: str) -> dict[str, Any]:
+        """Section ``name`` as written (absent: empty): for a reader that needs its values verbatim, such as the
+        paths a rule names (typed ``benchmarks:`` entries hold them absolute) or a hash of what the user wrote."""
+        if name not in SECTIONS:
+            raise KeyError(f"no section {name!r}; known: {list(SECTIONS)}")
+        try:
+            return section_of(self.raw, name)
+        except ConfigError as err:
+            raise self._error(err) from None
+
+    @property
+    def results(self) -> str:
+        return self.section("results")
+
+    @property
+    def variants_file(self) -> str:
+        return self.section("variants_file")
+
+    @property
+    def hiershapes(self) -> Any:
+        return self.section("hiershapes")
+
+    @property
+    def runs(self) -> Any:
+        return self.section("runs")
+
+    @property
+    def train(self) -> Any:
+        return self.section("train")
+
+    @property
+    def data(self) -> Any:
+        return self.section("data")
+
+    @property
+    def evaluate(self) -> Any:
+        return self.section("evaluate")
+
+    @property
+    def cost(self) -> Any:
+        return self.section("cost")
+
+    @property
+    def tables(self) -> Any:
+        return self.section("tables")
+
     @property
     def clean(self) -> Any:
         return self.section("clean")
@@ -129,6 +175,12 @@ class WorkflowConfig:
     @property
     def tune(self) -> Any:
         return self.section("tune")
+
+    @property
+    def tune_or_defaults(self) -> Any:
+        """The ``tune:`` section typed, or every default when the config has none (tuning off): for the plan,
+        which asks whether a study runs; ``tune`` itself requires the section, as the tuning verbs do."""
+        return self.tune if self.raw.get("tune") is not None else parse_section({"tune": {}}, "tune", self.base_dir)
 
     @property
     def pretrained(self) -> Any:

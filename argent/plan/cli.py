@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from argent.config import load_config
+from argent.config import WorkflowConfig, load_config
 from argent.plan.cost import group_costs
 from argent.plan.cost_report import summary_line, table
 from argent.plan.data_paths import unseen_paths
@@ -22,19 +22,24 @@ from argent.plan.groups import Plan, build_plan, left_out_lines
 from argent.plan.step_record import RECORD, record_from_runs
 
 
-def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
-    """The merged workflow config as the Snakefile sees it: the default, the file, the overrides."""
+def merged_workflow(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> WorkflowConfig:
+    """The merged workflow config as the Snakefile sees it (the default, the file, the overrides), typed."""
     return load_config(config if config.is_absolute() else base_dir / config, overrides, base_dir=base_dir,
-                       merge_default=merge_default).raw
+                       merge_default=merge_default)
 
 
-def run(cfg: dict[str, Any], base_dir: Path, out: Any = None) -> str:
+def merged_config(config: Path, overrides: list[str], base_dir: Path, merge_default: bool = True) -> dict[str, Any]:
+    """``merged_workflow``'s mapping, as Snakemake holds it (what ``build_dag`` and a run's identity read)."""
+    return merged_workflow(config, overrides, base_dir, merge_default).raw
+
+
+def run(workflow: WorkflowConfig, base_dir: Path, out: Any = None) -> str:
     out = out or sys.stdout
-    plan = build_plan(cfg, base_dir, without_data=True)  # a cost needs no data; the DAG build still refuses
-    costs = group_costs(cfg, plan, base_dir)
+    plan = build_plan(workflow, base_dir, without_data=True)  # a cost needs no data; the DAG build still refuses
+    costs = group_costs(workflow, plan, base_dir)
     for line in left_out_lines(plan):
         print(line, file=out)
-    absent = unseen_paths(cfg, plan, base_dir)
+    absent = unseen_paths(workflow, plan, base_dir)
     if plan.unseen or absent:
         print(unseen_line(plan, absent), file=out)
     print(table(costs), file=out)
@@ -71,6 +76,5 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.config is None:  # a usage error, as argparse gives one: the verb's name once, the usage, exit 2
         p.error("--config FILE is required (or --record-from RESULTS)")
-    cfg = merged_config(args.config, args.overrides, args.base_dir, not args.no_default)
-    run(cfg, args.base_dir)
+    run(merged_workflow(args.config, args.overrides, args.base_dir, not args.no_default), args.base_dir)
     return 0

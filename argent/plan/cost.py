@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError, check_range, deep_merge, from_dict, setting
+from argent.config import ConfigError, WorkflowConfig, check_range, deep_merge, from_dict
 from argent.config.groups import RunKey, run_experiment, tuned_base
 from argent.models.flops import step_flops, step_seconds
 from argent.plan.groups import Plan, trial_overrides
@@ -71,20 +71,21 @@ class CostSection:
         check_range("gpu_peak_tflops", self.gpu_peak_tflops, low=0.0, low_open=True)
 
 
-def mfu_source(cfg: dict[str, Any]) -> str:
-    """Where the estimate's MFU comes from: the config's ``cost.estimate_mfu``, else the published default."""
-    raw = cfg.get("cost") or {}
-    return "config cost.estimate_mfu" if isinstance(raw, dict) and raw.get("estimate_mfu") is not None \
+def mfu_source(workflow: WorkflowConfig) -> str:
+    """Where the estimate's MFU comes from: the config's ``cost.estimate_mfu``, else the published default.
+    Read as written: the typed section cannot tell a value set to the default from one left unset."""
+    return "config cost.estimate_mfu" if workflow.written("cost").get("estimate_mfu") is not None \
         else PUBLISHED_MFU_SOURCE
 
 
-def cost_section(cfg: dict[str, Any], base_dir: Path | None = None) -> CostSection:
-    """The typed ``cost:`` section (an unset key, or one set to null, takes its default); a typo or a
-    bad value is a ``ConfigError`` naming ``cost.<key>``. The parser ``SECTIONS`` names for ``cost``."""
-    raw = cfg.get("cost") or {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"cost: expected a mapping, got {raw!r}")
-    return from_dict(CostSection, {k: v for k, v in raw.items() if v is not None}, "cost")
+def cost_section(raw: dict[str, Any], base_dir: Path | None = None) -> CostSection:
+    """The typed ``cost:`` section of the workflow config mapping ``raw`` (an unset key, or one set to null,
+    takes its default); a typo or a bad value is a ``ConfigError`` naming ``cost.<key>``. The parser
+    ``SECTIONS`` names for ``cost`` (``WorkflowConfig.cost`` calls it)."""
+    section = raw.get("cost") or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"cost: expected a mapping, got {section!r}")
+    return from_dict(CostSection, {k: v for k, v in section.items() if v is not None}, "cost")
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,7 @@ def step_time(cost: CostSection, size: str, batch: int, device: str, sources: Re
                           f"{nearby_record(sources.results, sources.base_dir, path, size, device)}")
 
 
-def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey], gpus: int, cost: CostSection,
+def flop_estimate(gcfg: WorkflowConfig, keys: list[RunKey], trained: set[RunKey], gpus: int, cost: CostSection,
                   base_dir: Path, source: str = PUBLISHED_MFU_SOURCE) -> Estimate:
     """The FLOP-model estimate for the runs ``keys`` (one group, one size): per variant, the FLOPs of
     one step at the run's own batch (its resolved config: model, variant, train) over ``gpus`` GPUs
@@ -240,7 +241,7 @@ def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey]
     runs: dict[str, int] = {}
     for key in keys:
         if key.variant not in seconds:
-            exp = run_experiment(gcfg, key, base_dir)
+            exp = run_experiment(gcfg.raw, key, base_dir)  # a run merges its layers from the mapping
             flops = step_flops(exp.model, exp.variant).per_step(exp.train.batch_size)
             tflop[key.variant] = flops / 1e12
             seconds[key.variant] = step_seconds(flops, cost.estimate_mfu, cost.gpu_peak_tflops, gpus)
@@ -248,29 +249,30 @@ def flop_estimate(gcfg: dict[str, Any], keys: list[RunKey], trained: set[RunKey]
     return Estimate(seconds, runs, tflop, cost.estimate_mfu, cost.gpu_peak_tflops, max(gpus, 1), source)
 
 
-def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> list[GroupCost]:
-    cost = cost_section(cfg)
-    sources = records(cost, Path(setting(cfg, "results")), base_dir)
+def group_costs(workflow: WorkflowConfig, plan: Plan, base_dir: Path = Path(".")) -> list[GroupCost]:
+    cost = workflow.cost
+    sources = records(cost, Path(workflow.results), base_dir)
     out = []
     for group in plan.active():
-        gcfg = plan.configs[group.name]
+        gcfg = plan.workflow(group.name)
         keys = group.run_keys()
         trained = [k for k in keys if plan.home[k] == k]
-        device = str(setting(gcfg, "train", "device"))
-        gc = GroupCost(group.name, len(trained), len(keys) - len(trained), device, int(setting(gcfg, "runs", "gpus")),
-                       int(setting(gcfg, "runs", "threads_per_run")), {}, {}, {}, {})
+        device = str(gcfg.train.device)
+        gc = GroupCost(group.name, len(trained), len(keys) - len(trained), device, int(gcfg.runs.gpus),
+                       int(gcfg.runs.threads_per_run), {}, {}, {}, {})
         for size in group.sizes:
-            train = deep_merge(gcfg.get("train") or {}, (gcfg.get("train_by_size") or {}).get(size) or {})
+            # the size's train layers as written (train_by_size is partial), as the table has always read them
+            train = deep_merge(gcfg.written("train"), (gcfg.raw.get("train_by_size") or {}).get(size) or {})
             gc.steps[size] = int(train.get("steps", 0))
             gc.batch[size] = int(train.get("batch_size", 0))
             gc.runs_by_size[size] = sum(1 for k in trained if k.size == size)
             gc.step_time[size] = step_time(cost, size, gc.batch[size], device, sources)
             if gc.step_time[size].seconds is None and device.split(":")[0] == "cuda":
                 gc.estimate[size] = flop_estimate(gcfg, [k for k in keys if k.size == size], set(trained), gc.gpus,
-                                                  cost, base_dir, mfu_source(cfg))
-        tuned = tuple(v for v in dict.fromkeys(group.variants) if tuned_base(gcfg, v))
+                                                  cost, base_dir, mfu_source(workflow))
+        tuned = tuple(v for v in dict.fromkeys(group.variants) if tuned_base(gcfg.raw, v))
         if tuned:  # one study per tuned variant
-            n_trials = int(setting(gcfg, "tune", "n_trials"))
+            n_trials = int(gcfg.tune_or_defaults.n_trials)
             trial = trial_overrides(gcfg)
             gc.study_steps = len(tuned) * n_trials * int((trial.get("train") or {}).get("steps", 0))
             gc.study_variants = tuned
@@ -280,12 +282,12 @@ def group_costs(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> 
     return out
 
 
-def train_job_seconds(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> float | None:
+def train_job_seconds(workflow: WorkflowConfig, plan: Plan, base_dir: Path = Path(".")) -> float | None:
     """The mean device seconds (core seconds on CPUs) of one training job of the plan, from the measured step
     times (sizes without one left out); None when none is measured. The progress lines' price of a training
     with no job record yet (argent/plan/progress.py)."""
     total, runs = 0.0, 0
-    for gc in group_costs(cfg, plan, base_dir):
+    for gc in group_costs(workflow, plan, base_dir):
         for size, n in gc.runs_by_size.items():
             seconds = gc.step_time[size].seconds
             if seconds is not None and n:

@@ -6,15 +6,15 @@ they are, and the one-line total. A measured hour and an estimated one are never
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from argent.config import WorkflowConfig
 from argent.plan.cost import GroupCost, group_costs
 from argent.plan.groups import Plan
 
 
-def cost_line(cfg: dict[str, Any], plan: Plan, base_dir: Path = Path(".")) -> str:
+def cost_line(workflow: WorkflowConfig, plan: Plan, base_dir: Path = Path(".")) -> str:
     """The one line the DAG build prints: the groups' cost (``summary_line`` of ``group_costs``)."""
-    return summary_line(group_costs(cfg, plan, base_dir), plan)
+    return summary_line(group_costs(workflow, plan, base_dir), plan)
 
 
 def _span(values: dict[str, float], fmt: str) -> str:

@@ -18,8 +18,7 @@ from typing import Any
 
 import yaml
 
-from argent.config import ConfigError, WorkflowConfig, setting
-from argent.config.group_entries import runs_section
+from argent.config import ConfigError, WorkflowConfig
 from argent.config.groups import (
     RunKey,
     planned_runs_text,
@@ -51,7 +50,6 @@ from argent.runs import SUMMARY, HiershapesFolder, Results, eval_dir, is_under, 
 from argent.runs.identity import stable_hash
 from argent.tablespec.claims import check_claims
 from argent.tablespec.outputs import TABLES, TableChoice
-from argent.tablespec.section import claims_table, tables_section
 from argent.tuning.validation import validation_benchmarks
 
 __all__ = ["Dag", "build_dag", "file_digest", "stable_hash"]
@@ -66,8 +64,8 @@ def file_digest(path: str | None) -> str:
 @dataclass
 class Dag:
     """The resolved workflow: the plan and what each rule reads, writes and depends on. ``config``: the merged
-    workflow config as written (what the config files and the rules' ``hash`` params hold); ``workflow``: the same,
-    its sections typed."""
+    workflow config as written (what the config files and the rules' ``hash`` params hold, read only for them);
+    ``workflow``: the same, its sections typed (what every other answer reads)."""
 
     config: dict[str, Any]
     workflow: WorkflowConfig
@@ -86,22 +84,22 @@ class Dag:
 
     def setting(self, section: str, key: str | None = None) -> Any:
         """``<section>.<key>`` (or the top-level value ``<section>``) as configured, else its type's
-        default, the only one (``argent.config.setting``)."""
+        default, the only one (``argent.config.setting``): for the rules, which name a key by its path."""
         return self.workflow.setting(section, key)
 
     # ---- paths ----------------------------------------------------------------------------------
 
     def r(self, *parts: str) -> str:
         """A path under the results folder."""
-        return str(Path(self.setting("results")).joinpath(*parts))
+        return str(Path(self.workflow.results).joinpath(*parts))
 
     @property
     def results(self) -> Results:
-        return Results(Path(self.setting("results")))
+        return Results(Path(self.workflow.results))
 
     @property
     def hiershapes(self) -> str:
-        return str(Path(self.setting("hiershapes", "out")))
+        return str(Path(self.workflow.hiershapes.out))
 
     @property
     def hiershapes_manifest(self) -> str:
@@ -121,21 +119,21 @@ class Dag:
         """{path: text} of the config files the verbs read: the effective config, each group's, the
         generator's parameters, the planned identity of each run (``planned_hashes``). Written when their text
         changes (common.smk)."""
-        variants_file = str(self.root / self.setting("variants_file"))
+        variants_file = str(self.root / self.workflow.variants_file)
+        # the config files hold the mappings as written (each verb types them again)
         out = {self.effective_config: yaml.safe_dump({**self.config, "variants_file": variants_file}, sort_keys=True)}
         for name, gcfg in self.plan.configs.items():
             out[self.group_config(name)] = yaml.safe_dump({**gcfg, "variants_file": variants_file}, sort_keys=True)
-        out[self.r("params", "hiershapes.yaml")] = yaml.safe_dump(self.setting("hiershapes", "params"),
-                                                                  sort_keys=True)
+        out[self.r("params", "hiershapes.yaml")] = yaml.safe_dump(self.workflow.hiershapes.params, sort_keys=True)
         # the planned identities, which argent evaluate of the workflow reads instead of building the plan
         out[str(self.results.planned_runs)] = planned_runs_text(planned_hashes(self.plan, self.root,
-                                                                               Path(self.setting("results"))))
+                                                                               Path(self.workflow.results)))
         return out
 
     # ---- training -------------------------------------------------------------------------------
 
     def run_dir(self, key: RunKey) -> str:
-        return str(run_dir(Path(self.setting("results")), key.group, key.variant, key.size, key.seed))
+        return str(run_dir(Path(self.workflow.results), key.group, key.variant, key.size, key.seed))
 
     def summaries(self) -> list[str]:
         """Every trained run's summary.json (a borrowed run once, under the group that trains it)."""
@@ -172,7 +170,7 @@ class Dag:
     def run_resource(self, group: str, key: str) -> Any:
         """``runs.<key>`` of the group's config (its overrides over the base), else its one default
         (``argent.config.group_entries.RunResources``)."""
-        return setting(self.plan.configs[group], "runs", key)
+        return getattr(self.plan.workflow(group).runs, key)
 
     def launcher(self, group: str) -> list[str]:
         """``argent`` on one process; ``torchrun`` (free rendezvous port) for several GPUs."""
@@ -192,22 +190,22 @@ class Dag:
     def tuned_inputs(self, group: str, variant: str) -> list[str]:
         """A tuned variant's study ``best.yaml`` (the train rule's ``best`` input, passed as ``--variant-file``);
         [] for every other variant."""
-        best = tuned_variant_file(self.plan.configs[group], Path(self.setting("results")), variant)
+        best = tuned_variant_file(self.plan.configs[group], Path(self.workflow.results), variant)
         return [] if best is None else [str(best)]
 
     def training_inputs(self, group: str, variant: str) -> list[str]:
         """Files a training job needs built first (generated data, mined negatives)."""
-        gcfg = self.plan.configs[group]
-        inputs = self.synth_inputs(setting(gcfg, "data", "train_shards"))
+        gcfg = self.plan.workflow(group)
+        inputs = self.synth_inputs(gcfg.data.train_shards)
         if uses_negatives(gcfg, variant, self.root):
-            inputs.append(setting(gcfg, "data", "negatives"))
+            inputs.append(gcfg.data.negatives)
         return inputs
 
     # ---- evaluation -----------------------------------------------------------------------------
 
     def benchmark_data_inputs(self, names: list[str] | None = None) -> list[str]:
         """Whatever this DAG makes that the benchmarks ``names`` (default: those that run) read."""
-        return benchmark_data_inputs(self.config, self.benchmarks.run if names is None else names,
+        return benchmark_data_inputs(self.workflow, self.benchmarks.run if names is None else names,
                                      self.hiershapes, self.hiershapes_manifest)
 
     def evaluation_inputs(self, key: RunKey) -> list[str]:
@@ -222,19 +220,19 @@ class Dag:
         return stable_hash({b: self.config["benchmarks"][b] for b in self.benchmarks.run})
 
     def eval_targets(self) -> list[str]:
-        results = Path(self.setting("results"))
+        results = Path(self.workflow.results)
         return [str(eval_dir(results, k.group, k.variant, k.size, k.seed) / f"{b}.json")
                 for k in self.plan.trained for b in self.benchmarks.run]
 
     def pretrained_eval_targets(self) -> list[str]:
-        results = Path(self.setting("results"))
+        results = Path(self.workflow.results)
         return [str(pretrained_eval_dir(results, name) / f"{b}.json") for name in self.pretrained
                 for b in self.benchmarks.run]
 
     # ---- cleaning, tuning, tables ---------------------------------------------------------------
 
     def clean_source(self, dataset: str) -> str:
-        return self.setting("clean", "datasets")[dataset]["csv"]
+        return self.workflow.clean.datasets[dataset].csv
 
     def clean_inputs(self, dataset: str) -> str:
         """The embedded split is made by synth_hiershapes (its manifest marks it complete)."""
@@ -243,12 +241,13 @@ class Dag:
 
     def clean_hash(self, dataset: str) -> str:
         """The clean: options that shape one data set's outputs (every key but the other data sets)."""
-        options = {k: v for k, v in self.config["clean"].items() if k != "datasets"}  # a data set: a clean: section
-        return stable_hash({**options, "dataset": self.setting("clean", "datasets")[dataset]})
+        written = self.workflow.written("clean")  # hashed as written
+        options = {k: v for k, v in written.items() if k != "datasets"}  # a data set: a clean: section
+        return stable_hash({**options, "dataset": written["datasets"][dataset]})
 
     def enabled(self, section: str) -> bool:
         """An optional stage (tune, probe) runs when its section says ``enabled: true``."""
-        return bool(self.setting(section, "enabled"))
+        return bool(self.workflow.section(section).enabled)
 
     def tuning_group(self) -> str | None:
         """The first group that trains a tuned variant (its budget is every study's), or None."""
@@ -266,19 +265,19 @@ class Dag:
 
     def tune_objective_entries(self) -> dict[str, Any]:
         """The benchmarks entries the study's objective reads (validation splits)."""
-        names = [term.get("benchmark", "") for term in self.setting("tune", "objective") or []]
-        return {name: self.config["benchmarks"].get(name) or {} for name in names}
+        names = [term.benchmark for term in self.workflow.tune.objective or []]
+        return {name: self.workflow.written("benchmarks").get(name) or {} for name in names}  # hashed as written
 
     def tune_inputs(self, study: str | None = None) -> list[str]:
         """What a worker of ``study`` (default: every study) reads that this DAG makes: training data (its
         base's negatives), and the validation benchmarks' generated data and cleaned split (PEP pairs and
         negative pool, as the test split gets them)."""
         group = self.tuning_group()
-        gcfg = self.plan.configs[group] if group else self.config
-        inputs = set(self.synth_inputs(setting(gcfg, "data", "train_shards")))
+        gcfg = self.plan.workflow(group) if group else self.workflow
+        inputs = set(self.synth_inputs(gcfg.data.train_shards))
         bases = [study_base(self.workflow.tune, study)] if study is not None else list(self.studies().values())
         if any(uses_negatives(gcfg, base, self.root) for base in bases):
-            inputs.add(setting(gcfg, "data", "negatives"))
+            inputs.add(gcfg.data.negatives)
         inputs.update(self.benchmark_data_inputs(list(self.tune_objective_entries())))
         return sorted(inputs)
 
@@ -286,7 +285,7 @@ class Dag:
         """A study's workers' ``hash`` param: the ``tune:`` section as that study reads it (its name and
         base; ``base_variants`` left out, so the first study's is the one-base section's), the objective's
         entries, the tuning group's overrides."""
-        section = {k: v for k, v in (self.config.get("tune") or {}).items() if k != "base_variants"}
+        section = {k: v for k, v in self.workflow.written("tune").items() if k != "base_variants"}  # hashed as written
         section.update(study=study, base_variant=study_base(self.workflow.tune, study))
         group = self.tuning_group()
         return stable_hash([section, self.tune_objective_entries(), self.plan.groups[group].overrides if group else {}])
@@ -296,7 +295,7 @@ class Dag:
         the only ones cleaned (a data set nothing here evaluates costs its cleaning and gives nothing:
         config/quick.yaml never evaluates the real HierarCaps)."""
         read = set(self.benchmark_data_inputs()) | (set(self.tune_inputs()) if self.enabled("tune") else set())
-        return [d for d in self.setting("clean", "datasets")
+        return [d for d in self.workflow.clean.datasets
                 if {str(self.results.clean(d).clean_csv), str(self.results.clean(d).negative_pool)} & read]
 
     def table_extras(self) -> list[str]:
@@ -312,43 +311,45 @@ class Dag:
     def run_figures(self) -> bool:
         """Whether an evaluation draws the per-run figures (a benchmark of the analysis protocol runs):
         the tables job's ``figures/runs/`` is an output only then, never an empty folder."""
-        return any((self.config["benchmarks"][b] or {}).get("protocol") == "analysis" for b in self.benchmarks.run)
+        return any(self.workflow.benchmark(b).protocol == "analysis" for b in self.benchmarks.run)
 
     def tables_hash(self) -> str:
-        cfg = self.config
-        runs = dataclasses.asdict(runs_section(cfg))  # every key, defaults included
-        return stable_hash([cfg.get("tables", {}), runs, cfg.get("groups"), self.setting("tune", "enabled"),
+        cfg = self.config  # hashed as written, but runs: typed with every key, defaults included
+        runs = dataclasses.asdict(self.workflow.runs)
+        return stable_hash([cfg.get("tables", {}), runs, cfg.get("groups"), self.workflow.tune.enabled,
                             sorted(map(str, self.plan.home.items()))])
 
     def claims_file(self) -> str:
         """The claims file the tables job reads (``tables.claims.file``, else its default)."""
-        return claims_table(self.config).file
+        return self.workflow.tables.claims.file
 
 
 def build_dag(config: dict[str, Any], root: Path) -> Dag:
-    """Resolve the workflow once; a ``ConfigError`` names the key and what to do."""
+    """Resolve the workflow once; a ``ConfigError`` names the key and what to do. ``config``: the merged mapping
+    Snakemake holds, typed here once (``WorkflowConfig``); everything below reads the typed config."""
     workflow = WorkflowConfig(config, "config", root)
     workflow.check_all()  # every section, typed key by key (argent.config.SECTIONS; the schema only patterns)
-    claims = check_claims(config, root)  # the claims file the tables job reads, parsed now (not after every training)
-    if setting(config, "tune", "enabled"):  # each study's benchmarks and metrics, before any trial trains
+    claims = check_claims(workflow, root)  # the claims file the tables job reads, parsed now (not after every training)
+    if workflow.tune_or_defaults.enabled:  # each study's benchmarks and metrics, before any trial trains
         for study in workflow.tune.studies().values():
             validation_benchmarks(study, config, root)
     try:
-        plan = build_plan(config, root)
+        plan = build_plan(workflow, root)
     except ConfigError as err:
         raise ConfigError(f"experiment groups: {err}") from None
-    refuse_unusable(config, plan, root)  # results: a file; data built as another dataset_hash (plan/inputs.py)
-    notes = [*left_out_lines(plan), cost_line(config, plan, root), *study_lines(workflow.tune, plan)]
+    refuse_unusable(workflow, plan, root)  # results: a file; data built as another dataset_hash (plan/inputs.py)
+    notes = [*left_out_lines(plan), cost_line(workflow, plan, root), *study_lines(workflow.tune, plan)]
     entries, skipped = available_entries(workflow.pretrained, list(plan.groups))
     notes += skipped
-    benchmarks = choose_benchmarks(config, root)
+    benchmarks = choose_benchmarks(workflow, root)
     notes += benchmarks.skipped.values()
-    stale = identity_mismatches(plan, root, Path(setting(config, "results")))  # reads the summaries, writes nothing
-    refuse_carried_stamps(stale, Path(setting(config, "results")))
-    stale.update(content_mismatches(plan, root, Path(setting(config, "results")), set(stale)))  # bytes read, changed
+    results = Path(workflow.results)
+    stale = identity_mismatches(plan, root, results)  # reads the summaries, writes nothing
+    refuse_carried_stamps(stale, results)
+    stale.update(content_mismatches(plan, root, results, set(stale)))  # bytes read, changed
     notes += [m.line() for m in stale.values()]
-    probe = probe_runs(workflow.probe, plan, Path(setting(config, "results")))
-    tables = choose_tables(tables_section(config), plan, claims, bool(probe)) if claims else TableChoice(TABLES)
+    probe = probe_runs(workflow.probe, plan, results)
+    tables = choose_tables(workflow.tables, plan, claims, bool(probe)) if claims else TableChoice(TABLES)
     notes += tables.lines()
     return Dag(config=config, workflow=workflow, root=root, plan=plan, pretrained={e.name: e for e in entries}, benchmarks=benchmarks,
                mining=mining_jobs(plan, root), probe=probe, tables=tables, notes=notes, stale=stale)

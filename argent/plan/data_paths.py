@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from argent.config import setting
+from argent.config import WorkflowConfig
 from argent.evaluation.benchmarks import IMAGES, ITEMS, SIDE, entry_paths
 from argent.plan.groups import Plan, uses_negatives
 from argent.plan.preflight import is_produced, produced_prefixes
@@ -30,15 +30,16 @@ def _present(path: str, base_dir: Path) -> bool:
     return bool(glob.glob(full)) if glob.has_magic(full) else Path(full).exists()
 
 
-def _benchmarks(cfg: dict[str, Any]) -> list[str]:
+def _benchmarks(workflow: WorkflowConfig) -> list[str]:
     """The benchmarks the workflow reads: evaluated, and scored by the study when it runs."""
-    names = list(setting(cfg, "evaluate", "benchmarks") or [])
-    if setting(cfg, "tune", "enabled"):
-        names += [o.get("benchmark") for o in (cfg.get("tune") or {}).get("objective") or [] if isinstance(o, dict)]
+    names = list(workflow.evaluate.benchmarks or [])
+    tune = workflow.tune_or_defaults
+    if tune.enabled:
+        names += [term.benchmark for term in tune.objective or []]
     return list(dict.fromkeys(n for n in names if n))
 
 
-def named_paths(cfg: dict[str, Any], plan: Plan, base_dir: Path) -> dict[str, str]:
+def named_paths(workflow: WorkflowConfig, plan: Plan, base_dir: Path) -> dict[str, str]:
     """{path: the config key that names it first} of the data the planned workflow reads."""
     found: dict[str, str] = {}
 
@@ -47,23 +48,23 @@ def named_paths(cfg: dict[str, Any], plan: Plan, base_dir: Path) -> dict[str, st
             found.setdefault(value, key)
 
     for group in plan.active():
-        gcfg = plan.configs[group.name]
-        add(f"groups.{group.name}: data.train_shards", setting(gcfg, "data", "train_shards"))
+        gcfg = plan.workflow(group.name)
+        add(f"groups.{group.name}: data.train_shards", gcfg.data.train_shards)
         if any(uses_negatives(gcfg, v, base_dir) for v in group.variants):
-            add(f"groups.{group.name}: negatives.wordnet_zip", setting(gcfg, "negatives", "wordnet_zip"))
-    entries = cfg.get("benchmarks") or {}
-    for name in _benchmarks(cfg):
+            add(f"groups.{group.name}: negatives.wordnet_zip", gcfg.negatives.wordnet_zip)
+    entries = workflow.written("benchmarks")  # the paths as written: what the lines name
+    for name in _benchmarks(workflow):
         if isinstance(entries.get(name), dict):
             optional = " (optional: skipped when absent)" if entries[name].get("optional") else ""
             for key, value in entry_paths(entries[name], (ITEMS, IMAGES, SIDE)).items():
                 add(f"benchmarks.{name}.{key}{optional}", value)
-    if setting(cfg, "probe", "enabled"):
-        add("probe.data", setting(cfg, "probe", "data"))
+    if workflow.probe.enabled:
+        add("probe.data", workflow.probe.data)
     return found
 
 
-def unseen_paths(cfg: dict[str, Any], plan: Plan, base_dir: Path) -> list[tuple[str, str]]:
+def unseen_paths(workflow: WorkflowConfig, plan: Plan, base_dir: Path) -> list[tuple[str, str]]:
     """(config key, path) of every data path of the plan that is not on this machine, in config order."""
-    prefixes = produced_prefixes(cfg)
-    return [(key, path) for path, key in named_paths(cfg, plan, base_dir).items()
+    prefixes = produced_prefixes(workflow)
+    return [(key, path) for path, key in named_paths(workflow, plan, base_dir).items()
             if path != "hiershapes" and not is_produced(path, prefixes) and not _present(path, base_dir)]

@@ -10,6 +10,10 @@ A group may borrow from another (``from: main``): a run it lists whose resolved 
 hashes the same as the other group's run of that variant/size/seed is not trained twice; its
 evaluation is read from the other group's folder. A group that cannot run (hard-negative variants
 without WordNet) is an error, or, with ``optional: true``, left out with one printed line.
+
+The functions here take the config typed (``WorkflowConfig``: the workflow's, or a group's merged config,
+``Plan.workflow``). The raw mapping (``.raw``) goes only where the mapping itself is the input: the per-run
+merge and hash of argent/config/groups.py and experiment.py, and the variant layers merged over a catalogue entry.
 """
 
 from __future__ import annotations
@@ -22,15 +26,14 @@ from typing import Any
 from argent.config import (
     ConfigError,
     ExperimentConfig,
+    WorkflowConfig,
     check_seed,
     deep_merge,
     experiment_from_dict,
     load_variants,
     parse_override,
-    setting,
     variant_layers,
 )
-from argent.config.group_entries import runs_section
 from argent.config.groups import (
     TUNED_SUFFIX,
     Group,
@@ -45,22 +48,23 @@ from argent.config.groups import (
 )
 
 
-def uses_negatives(cfg: dict[str, Any], variant: str, base_dir: Path) -> bool:
-    catalogue = load_variants(_variants_file(cfg, base_dir))
-    name = base_variant(cfg, variant)
+def uses_negatives(workflow: WorkflowConfig, variant: str, base_dir: Path) -> bool:
+    catalogue = load_variants(_variants_file(workflow, base_dir))
+    name = base_variant(workflow.raw, variant)
     if name not in catalogue:
         raise ConfigError(f"variant {name!r} is not in the variant catalogue; known: {sorted(catalogue)}")
-    entry = deep_merge(catalogue[name], variant_layers(cfg, name))
+    # the partial variant layers, merged as written over the catalogue's entry (as a run merges them)
+    entry = deep_merge(catalogue[name], variant_layers(workflow.raw, name))
     return (entry.get("hard_negatives") or "none") != "none"
 
 
-def _variants_file(cfg: dict[str, Any], base_dir: Path) -> Path:
-    path = Path(setting(cfg, "variants_file"))
+def _variants_file(workflow: WorkflowConfig, base_dir: Path) -> Path:
+    path = Path(workflow.variants_file)
     return path if path.is_absolute() else base_dir / path
 
 
-def negatives_available(cfg: dict[str, Any], base_dir: Path) -> bool:
-    zip_path = setting(cfg, "negatives", "wordnet_zip")
+def negatives_available(workflow: WorkflowConfig, base_dir: Path) -> bool:
+    zip_path = workflow.negatives.wordnet_zip
     return bool(zip_path) and (base_dir / zip_path).is_file()
 
 
@@ -70,10 +74,18 @@ class Plan:
     and the groups left out, each with its reason."""
 
     groups: dict[str, Group]
-    configs: dict[str, dict[str, Any]]               # group -> its merged config
+    # group -> its merged config as written: the text of groups/<group>.yaml and what its runs' identities hash
+    configs: dict[str, dict[str, Any]]
     home: dict[RunKey, RunKey]                       # listed run -> the run that trains it
     left_out: list[tuple[str, str]] = field(default_factory=list)
     unseen: list[tuple[str, str]] = field(default_factory=list)  # planned without its data (``without_data``)
+    workflows: dict[str, WorkflowConfig] = field(default_factory=dict, repr=False)  # group -> ``workflow(group)``
+
+    def workflow(self, group: str) -> WorkflowConfig:
+        """The group's merged config, its sections typed (each parsed once)."""
+        if group not in self.workflows:
+            self.workflows[group] = WorkflowConfig(self.configs[group])
+        return self.workflows[group]
 
     @property
     def trained(self) -> list[RunKey]:
@@ -88,21 +100,22 @@ class Plan:
         return {(k.qualified, k.size, str(k.seed)): h.group for k, h in self.home.items()}
 
 
-def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
+def build_plan(workflow: WorkflowConfig, base_dir: Path = Path("."),
                result_hash: Callable[[dict[str, Any], RunKey], str] | None = None, *,
                without_data: bool = False) -> Plan:
     """Resolve the groups. ``result_hash(group_config, key)`` hashes a run's training config
     (default: the resolved ``ExperimentConfig``); equal hashes let a group borrow a run.
     ``without_data``: a required group whose data is absent here is planned as if it were there, and
     named in ``plan.unseen`` (``argent plan`` costs a config on a machine without its data)."""
-    groups = groups_section(cfg)
+    groups = groups_section(workflow.raw)  # its errors name no file, as the DAG build prefixes its own
     hash_of = result_hash or (lambda gcfg, key: run_identity(gcfg, key, base_dir))
     plan = Plan(groups, {}, {})
     for group in groups.values():
         if not group.enabled:
             plan.left_out.append((group.name, f"groups.{group.name}.enabled is false"))
             continue
-        gcfg = group_config(cfg, group)
+        # the merge of the group's overrides is of mappings (argent.config.groups); then typed, its errors unprefixed
+        gcfg = WorkflowConfig(group_config(workflow.raw, group), "", base_dir)
         check_tuned_names(gcfg, group, base_dir)
         reason = _cannot_run(gcfg, group)
         absent = "" if reason else _absent_data(gcfg, group, base_dir)
@@ -116,16 +129,16 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
                                   f"to run without it")
             plan.left_out.append((group.name, reason))
             continue
-        plan.configs[group.name] = gcfg
+        plan.configs[group.name], plan.workflows[group.name] = gcfg.raw, gcfg
         check_group_runs(gcfg, group, base_dir)
-        if any(tuned_base(gcfg, v) for v in group.variants):
+        if any(tuned_base(gcfg.raw, v) for v in group.variants):
             check_trial_config(gcfg, base_dir)
     hashes: dict[RunKey, str] = {}
     for group in sorted(plan.active(), key=lambda g: _depth(groups, g)):  # a lender before its borrowers
         lender = groups.get(group.borrow_from) if group.borrow_from in plan.configs else None
         for key in group.run_keys():
             plan.home[key] = key
-            if lender is None or tuned_base(cfg, key.variant) or key.variant not in lender.variants:
+            if lender is None or tuned_base(workflow.raw, key.variant) or key.variant not in lender.variants:
                 continue
             other = RunKey(lender.name, key.variant, key.size, key.seed)
             if other not in plan.home:
@@ -141,40 +154,40 @@ def build_plan(cfg: dict[str, Any], base_dir: Path = Path("."),
     return plan
 
 
-def check_group_runs(gcfg: dict[str, Any], group: Group, base_dir: Path) -> None:
+def check_group_runs(gcfg: WorkflowConfig, group: Group, base_dir: Path) -> None:
     """Each variant and size the group trains resolved from its merged config (base + overrides), so a
     value out of range there stops the plan with the group named, not a job or the cost table."""
     try:
-        runs_section(gcfg)
+        gcfg.section("runs")  # typed now, so that its error names the group
     except ConfigError as err:
         raise ConfigError(f"groups.{group.name} (the base config with its overrides): {err}") from None
     for variant in dict.fromkeys(group.variants):
         for size in dict.fromkeys(group.sizes):
             key = RunKey(group.name, variant, size, group.seeds[0] if group.seeds else 0)
             try:
-                run_experiment(gcfg, key, base_dir)
+                run_experiment(gcfg.raw, key, base_dir)  # a run merges its layers from the mapping
             except ConfigError as err:
                 raise ConfigError(f"groups.{group.name} (the base config with its overrides), run {variant}-{size}: "
                                   f"{err}") from None
 
 
-def check_tuned_names(gcfg: dict[str, Any], group: Group, base_dir: Path) -> None:
+def check_tuned_names(gcfg: WorkflowConfig, group: Group, base_dir: Path) -> None:
     """A listed ``X-tuned`` that is neither a variant of the catalogue nor the best of a study the config
     runs (X not in ``tune.base_variants``) is refused, in one line naming the group and the key to set."""
-    listed = [v for v in dict.fromkeys(group.variants) if v.endswith(TUNED_SUFFIX) and not tuned_base(gcfg, v)]
+    listed = [v for v in dict.fromkeys(group.variants) if v.endswith(TUNED_SUFFIX) and not tuned_base(gcfg.raw, v)]
     catalogue = load_variants(_variants_file(gcfg, base_dir)) if listed else {}
     for variant in (v for v in listed if v not in catalogue):
         base = variant.removesuffix(TUNED_SUFFIX)
         raise ConfigError(f"groups.{group.name}: {variant} is the tuned {base}, but no study tunes {base} "
-                          f"(tune.base_variants: {list(tune_studies(gcfg).values())}); add {base} to "
+                          f"(tune.base_variants: {list(tune_studies(gcfg.raw).values())}); add {base} to "
                           f"tune.base_variants, or remove {variant} from groups.{group.name}.variants")
 
 
-def trial_overrides(gcfg: dict[str, Any]) -> dict[str, Any]:
+def trial_overrides(gcfg: WorkflowConfig) -> dict[str, Any]:
     """The tuning group's config with ``tune.train_overrides`` merged on top, in order; a malformed
-    override is named by its index."""
-    trial = gcfg
-    for i, text in enumerate(setting(gcfg, "tune", "train_overrides") or []):
+    override is named by its index. A mapping: the overrides are merged over the config as written."""
+    trial = gcfg.raw
+    for i, text in enumerate(gcfg.tune_or_defaults.train_overrides or []):
         try:
             trial = deep_merge(trial, parse_override(text))
         except ConfigError as err:
@@ -182,19 +195,20 @@ def trial_overrides(gcfg: dict[str, Any]) -> dict[str, Any]:
     return trial
 
 
-def check_trial_config(gcfg: dict[str, Any], base_dir: Path) -> list[ExperimentConfig]:
+def check_trial_config(gcfg: WorkflowConfig, base_dir: Path) -> list[ExperimentConfig]:
     """The config a trial of each study trains: the tuning group's, ``tune.train_overrides`` on top,
     resolved for the study's base variant. Found wrong at DAG build (a key that does not exist, a value
     of the wrong type, a base not in the catalogue), not in a worker after the first trials ran."""
     trial = trial_overrides(gcfg)
-    seed = setting(gcfg, "tune", "seed")
+    tune = gcfg.tune_or_defaults
+    seed = tune.seed
     check_seed(seed, "tune.seed")
     out = []
-    for study, base in tune_studies(gcfg).items():
+    for study, base in tune_studies(gcfg.raw).items():
         try:
-            out.append(experiment_from_dict(trial, base, str(setting(gcfg, "tune", "size")), seed, base_dir=base_dir))
+            out.append(experiment_from_dict(trial, base, str(tune.size), seed, base_dir=base_dir))
         except ConfigError as err:
-            listed = ", ".join(setting(gcfg, "tune", "train_overrides") or []) or "none"
+            listed = ", ".join(tune.train_overrides or []) or "none"
             raise ConfigError(f"tune: a study trial's config is invalid ({err}); study {study}, base {base}; "
                               f"tune.train_overrides: {listed}") from None
     return out
@@ -207,17 +221,17 @@ def _depth(groups: dict[str, Group], group: Group) -> int:
     return depth
 
 
-def _cannot_run(gcfg: dict[str, Any], group: Group) -> str:
-    tuned = [v for v in dict.fromkeys(group.variants) if tuned_base(gcfg, v)]
-    if tuned and (not setting(gcfg, "tune", "enabled") or not setting(gcfg, "tune", "train_best")):
+def _cannot_run(gcfg: WorkflowConfig, group: Group) -> str:
+    tuned = [v for v in dict.fromkeys(group.variants) if tuned_base(gcfg.raw, v)]
+    if tuned and (not gcfg.tune_or_defaults.enabled or not gcfg.tune_or_defaults.train_best):
         return f"lists {', '.join(tuned)}, which the study trains, but tune.enabled/tune.train_best is off"
     return ""
 
 
-def _absent_data(gcfg: dict[str, Any], group: Group, base_dir: Path) -> str:
+def _absent_data(gcfg: WorkflowConfig, group: Group, base_dir: Path) -> str:
     needs = [v for v in group.variants if uses_negatives(gcfg, v, base_dir)]
     if needs and not negatives_available(gcfg, base_dir):
-        zip_path = setting(gcfg, "negatives", "wordnet_zip")
+        zip_path = gcfg.negatives.wordnet_zip
         return (f"{', '.join(needs)} train on mined hard negatives, which need WordNet: "
                 f"negatives.wordnet_zip {zip_path!r} not found")
     return ""

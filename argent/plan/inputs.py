@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argent.config import ConfigError, setting
+from argent.config import ConfigError, WorkflowConfig
 from argent.config.groups import RunKey
 from argent.data.inputs import declared_hash_problem
 from argent.data.policy import BadDataError
@@ -58,18 +58,18 @@ def _absolute(path: str, root: Path) -> str:
     return path if not path or os.path.isabs(path) else str(root / path)
 
 
-def _current_files(kind: str, recorded: dict[str, Any], gcfg: dict[str, Any], root: Path) -> list[Path] | None:
+def _current_files(kind: str, recorded: dict[str, Any], gcfg: WorkflowConfig, root: Path) -> list[Path] | None:
     """The files of ``kind`` the group's config names now (None: nothing to compare with: no data there
     yet, which the workflow makes or the trainer names)."""
-    data = "data"
+    data = gcfg.data
     if kind == "train_shards":
-        pattern = _absolute(str(setting(gcfg, data, "train_shards") or ""), root)
+        pattern = _absolute(str(data.train_shards or ""), root)
         try:
             return expand_shards(pattern) if pattern else None
         except BadDataError:
             return None
     if kind == "negatives":
-        configured = _absolute(str(setting(gcfg, data, "negatives") or ""), root)
+        configured = _absolute(str(data.negatives or ""), root)
         if not configured:
             return None
         base = Path(configured)
@@ -97,7 +97,7 @@ def content_mismatches(plan: Plan, root: Path, results: Path, skip: set[RunKey] 
         inputs, found = stamp.get("inputs"), str(stamp.get("config_hash"))
         if not isinstance(inputs, dict):
             continue  # stamped before fingerprints: never re-planned for lack of them
-        gcfg = plan.configs[key.group]
+        gcfg = plan.workflow(key.group)
         for kind in sorted(inputs):
             recorded = read_record(inputs[kind])
             if recorded is None:
@@ -119,15 +119,16 @@ def declared_hash_refusals(plan: Plan, root: Path) -> list[str]:
     """One line per training data of the active groups whose data set records another ``dataset_hash``
     than the config declares (argent/data/inputs.py ``declared_hash_problem``); present data only."""
     problems: dict[str, str] = {}
-    for group, gcfg in plan.configs.items():
-        pattern = _absolute(str(setting(gcfg, "data", "train_shards") or ""), root)
+    for group in plan.configs:
+        data = plan.workflow(group).data
+        pattern = _absolute(str(data.train_shards or ""), root)
         if not pattern or pattern in problems:
             continue
         try:
             shards = expand_shards(pattern)
         except BadDataError:
             continue  # not there yet (the workflow makes it) or named by the preflight
-        problem = declared_hash_problem(shards, str(setting(gcfg, "data", "dataset_hash") or ""))
+        problem = declared_hash_problem(shards, str(data.dataset_hash or ""))
         if problem:
             problems[pattern] = f"groups.{group}: {problem}" if group != "main" else problem
     return list(problems.values())
@@ -145,9 +146,9 @@ def results_problem(results: Path) -> str | None:
     return None
 
 
-def refuse_unusable(config: dict[str, Any], plan: Plan, root: Path) -> None:
+def refuse_unusable(workflow: WorkflowConfig, plan: Plan, root: Path) -> None:
     """The DAG build's refusals of this module, as one ``ConfigError`` (nothing is planned past them)."""
-    results = Path(str(setting(config, "results")))
+    results = Path(str(workflow.results))
     problems = [p for p in [results_problem(results if results.is_absolute() else root / results)] if p]
     problems += declared_hash_refusals(plan, root)
     if problems:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from argent.config import setting
+from argent.config import WorkflowConfig
 from argent.evaluation.benchmarks import IMAGES, ITEMS, SIDE, entry_paths
 from argent.runs import is_under
 
@@ -25,9 +25,9 @@ class Finding:
     detail: str = ""
 
 
-def produced_prefixes(cfg: dict[str, Any]) -> tuple[str, ...]:
+def produced_prefixes(workflow: WorkflowConfig) -> tuple[str, ...]:
     """Folders the workflow writes itself: their files do not exist before the DAG runs."""
-    return tuple(str(Path(p)) for p in (setting(cfg, "results"), setting(cfg, "hiershapes", "out")) if p)
+    return tuple(str(Path(p)) for p in (workflow.results, workflow.hiershapes.out) if p)
 
 
 def is_produced(path: str, prefixes: tuple[str, ...]) -> bool:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, check_name, setting
+from argent.config import CARRIED_VERSIONS, IDENTITY_VERSION, ConfigError, WorkflowConfig, check_name
 from argent.config.groups import (
     TUNED_SUFFIX,
     RunKey,
@@ -43,19 +42,20 @@ class BenchmarkChoice:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def choose_benchmarks(cfg: dict[str, Any], base_dir: Path) -> BenchmarkChoice:
+def choose_benchmarks(workflow: WorkflowConfig, base_dir: Path) -> BenchmarkChoice:
     """A benchmark runs when its entry is valid (the protocol registry, argent/evaluation/benchmarks.py)
     and its data is made by this DAG or present on disk. Absent data is an error
-    naming the key and path (a required benchmark, the default) or one skip line (``optional: true``)."""
-    names = [check_name(b, "evaluate.benchmarks") for b in (cfg.get("evaluate") or {}).get("benchmarks") or []]
-    entries = cfg.get("benchmarks") or {}
+    naming the key and path (a required benchmark, the default) or one skip line (``optional: true``).
+    The entries are read as written: their paths as written are what the messages and the rules name."""
+    names = [check_name(b, "evaluate.benchmarks") for b in workflow.evaluate.benchmarks or []]
+    entries = workflow.written("benchmarks")
     unknown = [b for b in names if b not in entries]
     if unknown:
         raise ConfigError(f"evaluate.benchmarks: {unknown} not defined under benchmarks: (defined: {sorted(entries)})")
     for name, raw in entries.items():  # every entry (tuning reads some), before any job runs
         parse_benchmark(name, raw, base_dir)
     run, skipped = [], {}
-    prefixes = produced_prefixes(cfg)
+    prefixes = produced_prefixes(workflow)
     for name in names:
         findings = benchmark_findings(name, entries[name], prefixes, base_dir)
         problem = missing_required(findings)
@@ -69,13 +69,14 @@ def choose_benchmarks(cfg: dict[str, Any], base_dir: Path) -> BenchmarkChoice:
     return BenchmarkChoice(run, skipped)
 
 
-def benchmark_data_inputs(cfg: dict[str, Any], names: list[str], made_by_synth: str, manifest: str) -> list[str]:
+def benchmark_data_inputs(workflow: WorkflowConfig, names: list[str], made_by_synth: str, manifest: str) -> list[str]:
     """Files this DAG makes that the benchmarks ``names`` read: the embedded benchmark's manifest
-    (for a path under ``made_by_synth``) and cleaned CSVs / negative pools under the results folder."""
-    results = str(Path(setting(cfg, "results")))
+    (for a path under ``made_by_synth``) and cleaned CSVs / negative pools under the results folder (the
+    entries' paths as written: the rules' inputs)."""
+    results = str(Path(workflow.results))
     inputs = set()
     for name in names:
-        entry = (cfg.get("benchmarks") or {}).get(name) or {}  # an unknown name is choose_benchmarks' error
+        entry = workflow.written("benchmarks").get(name) or {}  # an unknown name is choose_benchmarks' error
         if any(is_under(p, made_by_synth) for p in entry_paths(entry).values()):
             inputs.add(manifest)
         inputs.update(p for p in entry_paths(entry, (CLEANED, CLEANED_SIDE)).values() if is_under(p, results))
@@ -87,11 +88,10 @@ def mining_jobs(plan: Plan, base_dir: Path) -> dict[str, str]:
     One parquet is mined from one set of shards; two groups that disagree are an error."""
     jobs: dict[str, str] = {}
     for group in plan.active():
-        gcfg = plan.configs[group.name]
+        gcfg = plan.workflow(group.name)
         if not any(uses_negatives(gcfg, v, base_dir) for v in group.variants):
             continue
-        data = gcfg.get("data") or {}
-        parquet, shards = data.get("negatives", ""), data.get("train_shards", "")
+        parquet, shards = gcfg.data.negatives, gcfg.data.train_shards
         if not parquet:
             raise ConfigError(f"groups.{group.name}: its variants train on hard negatives but data.negatives is empty")
         if jobs.get(parquet, shards) != shards:

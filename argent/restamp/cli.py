@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from argent.config import setting
+from argent.config import WorkflowConfig, setting
 from argent.io import ArgentError
 from argent.plan.cli import merged_config
 from argent.plan.groups import build_plan
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="check and report; write nothing")
     args = p.parse_args(argv)
     cfg = merged_config(args.config, args.overrides, args.base_dir)
-    plan = build_plan(cfg, args.base_dir)
+    plan = build_plan(WorkflowConfig(cfg, "", args.base_dir), args.base_dir)
     folders = [args.run] if args.run else run_folders(args.results)
     if not folders:
         raise ArgentError(f"{args.results / RUNS_DIR}: no run folder (runs/<group>/<variant>-<size>/seed<k>/config.yaml)")

@@ -158,7 +158,7 @@ def read_inputs(opts: TablesOptions) -> Inputs:
     """The plan, every evaluation of a run it lists (a run of another identity than the plan's stops the tables,
     named), the rows each table names and the tables this config writes (one line for each it leaves out)."""
     layout = Results(opts.results)
-    plan = build_plan(opts.workflow.raw, opts.base_dir)
+    plan = build_plan(opts.workflow, opts.base_dir)
     long = listed_runs(collect(layout.eval), plan)
     # A row is the run the plan trains in its folder: a summary or evaluation of another identity (a
     # run trained there by hand with another config, variant or --name) stops the tables, named.
@@ -216,7 +216,7 @@ def claims_table(opts: TablesOptions, inputs: Inputs) -> Table:
                  if isinstance(entry, dict)}
     rows = claims_rows(inputs.claims, inputs.long, inputs.sizes_of(inputs.variants), inputs.seeds, plan,
                        collect_items(layout.eval), set(configured_variants(plan)),
-                       domain_check(raw, plan, opts.base_dir), inputs.diagnostics, protocols)
+                       domain_check(opts.workflow, plan, opts.base_dir), inputs.diagnostics, protocols)
     price_power(rows, plan, run_cpu_seconds(read_job_records(layout.job_records)))
     return Table(claims_markdown(rows, inputs.claims, setting_text(plan, opts.base_dir)), rows)
 
@@ -281,10 +281,11 @@ def setting_text(plan: Plan, base_dir: Path) -> str:
     """One sentence per distinct training setting of the active groups: what a verdict is about."""
     settings: dict[str, list[str]] = {}
     for group in plan.active():
-        gcfg = plan.configs[group.name]
+        gcfg = plan.configs[group.name]  # as written: a key left unset reads "?", not its default
         train, data = gcfg.get("train") or {}, gcfg.get("data") or {}
         text = (f"size {', '.join(group.sizes)}, {train.get('steps', '?')} steps of batch {train.get('batch_size', '?')}, "
-                f"trained on {training_domain(gcfg, base_dir)} data ({data.get('train_shards', '?')})")
+                f"trained on {training_domain(plan.workflow(group.name), base_dir)} data "
+                f"({data.get('train_shards', '?')})")
         settings.setdefault(text, []).append(group.name)
     return " ".join(f"Groups {', '.join(groups)}: {text}." for text, groups in settings.items())
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from argent.config import strict_yaml
+from argent.config import WorkflowConfig, strict_yaml
 from argent.tablespec.declarations import (
     Amendment,
     Degenerate,
@@ -258,13 +258,13 @@ def kind_of_test(cm: ClaimMetric, margin: Margin) -> str:
     return "difference"
 
 
-def check_claims(cfg: dict[str, Any], base_dir: Path) -> ClaimsSpec | None:
+def check_claims(workflow: WorkflowConfig, base_dir: Path) -> ClaimsSpec | None:
     """The claims file ``tables.claims.file`` and its role map ``tables.claims.metrics`` parsed now,
     as the tables job will (a broken claims file stops ``snakemake -n`` and ``argent check``, not the
     tables job after every training). None when the config has no ``tables:`` section."""
-    if not cfg.get("tables"):
+    if not workflow.raw.get("tables"):
         return None
-    section = claims_table(cfg)
+    section = claims_table(workflow.raw)  # tables.claims alone, typed: the rest of tables: may be absent here
     path = section.path(base_dir)
     if not path.is_file():
         raise fail(f"tables.claims.file: {path}", "claims file not found; point it at the claims file "

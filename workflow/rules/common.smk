@@ -70,7 +70,7 @@ if workflow.is_main_process and not DRY_RUN:
     from snakemake.logging import logger as _snakemake_logger
 
     _snakemake_logger.addHandler(ProgressHandler(RESULTS, workflow.resource_settings.cores,
-                                                 train_job_seconds(ARGENT_DAG.config, PLAN, ROOT)))
+                                                 train_job_seconds(ARGENT_DAG.workflow, PLAN, ROOT)))
 R = ARGENT_DAG.r
 EFFECTIVE_CONFIG = ARGENT_DAG.effective_config
 # The preflight (argent check) is the DAG's first job (check.smk says why only `all` depends on it).

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 import argent.engine.trainer as trainer
-from argent.config import experiment_from_dict, load_config
+from argent.config import WorkflowConfig, experiment_from_dict, load_config
 from argent.config.groups import IdentityError, RunKey, base_variant, run_identity
 from argent.engine.trainer import train
 from argent.io import ReadError
@@ -56,7 +56,7 @@ def _as_named(gcfg: dict, base: str, name: str, seed: int = 0) -> str:
 def smoke_plan(monkeypatch):
     monkeypatch.chdir(ROOT)
     cfg = load_config(SMOKE).raw
-    return cfg, build_plan(cfg, ROOT)
+    return cfg, build_plan(WorkflowConfig(cfg), ROOT)
 
 
 # ---- tables: LOST ----------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def test_evaluate_refuses_a_run_that_is_not_the_one_its_folder_names(tmp_path, a
     exp.variant_name = "hycoclip"  # argent train --variant argent --name hycoclip
     folder = run_dir(tmp_path / "results", *("main", "hycoclip", "tiny", 0))
     train(exp, folder, batches=stream)
-    planned = run_identity(build_plan(raw, ROOT).configs["main"], KEY, ROOT)
+    planned = run_identity(build_plan(WorkflowConfig(raw), ROOT).configs["main"], KEY, ROOT)
     out = tmp_path / "results" / "eval"
     # the tiny config is a workflow of its own, read alone (evaluate merges over config/config.yaml otherwise)
     code, err = argent("evaluate", "--run", folder, "--benchmark", "zs", "--config", config, "--out-dir", out,

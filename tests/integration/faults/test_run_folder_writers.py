@@ -23,7 +23,7 @@ import torch
 import yaml
 
 import argent.engine.trainer as trainer
-from argent.config import IDENTITY_VERSION, experiment_from_dict
+from argent.config import IDENTITY_VERSION, WorkflowConfig, experiment_from_dict
 from argent.config.groups import TUNED_VARIANT, RunKey, run_experiment
 from argent.engine.preemption import Preempted
 from argent.engine.step import TrainingDiverged
@@ -274,7 +274,7 @@ def trained_legacy_run(results: Path):
     """A real 2-step run of the workflow's main/clip/tiny/0, then stamped as before run identity (the
     legacy hash, no identity version, no counts in the checkpoint) with data counts in its summary."""
     cfg = merged_config(Path("config/config.yaml"), SETS, ROOT)
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     exp = run_experiment(plan.configs["main"], RunKey("main", "clip", "tiny", 0), ROOT)
     folder = run_dir(results, "main", "clip", "tiny", 0)
     torch.set_num_threads(1)
@@ -367,4 +367,4 @@ def test_restamp_of_a_folder_not_named_seed_k_is_one_message(tmp_path, capsys):
 
 def _main():
     cfg = merged_config(Path("config/config.yaml"), [], ROOT)
-    return build_plan(cfg, ROOT).configs["main"], RunKey("main", "clip", "tiny", 0), ROOT
+    return build_plan(WorkflowConfig(cfg), ROOT).configs["main"], RunKey("main", "clip", "tiny", 0), ROOT

@@ -10,7 +10,14 @@ import pytest
 from snakemake.common.configfile import load_configfile
 from snakemake.utils import update_config
 
-from argent.config import ConfigError, derive_paths, experiment_from_dict, load_config, load_merged_config
+from argent.config import (
+    ConfigError,
+    WorkflowConfig,
+    derive_paths,
+    experiment_from_dict,
+    load_config,
+    load_merged_config,
+)
 from argent.config.groups import base_variant
 from argent.plan.cli import merged_config
 from argent.plan.groups import build_plan
@@ -84,7 +91,7 @@ def test_paper_yaml_resolves_to_the_published_recipe_in_every_group(monkeypatch,
     wordnet = tmp_path / "wordnet.zip"  # the negatives group checks that the file exists, nothing more
     wordnet.write_bytes(b"")
     cfg = load_config("config/paper.yaml", [f"negatives.wordnet_zip={wordnet}"]).raw
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     assert set(PAPER_STEPS) <= set(plan.configs), sorted(plan.configs)
     for key in plan.trained:
         exp = experiment_from_dict(plan.configs[key.group], base_variant(cfg, key.variant), key.size, key.seed,
@@ -108,4 +115,4 @@ def test_a_bad_study_override_is_named_when_the_plan_is_built(monkeypatch, overr
     monkeypatch.chdir(ROOT)
     cfg = load_config("config/smoke.yaml", [f"tune.train_overrides=[{override}]"]).raw
     with pytest.raises(ConfigError, match=re.escape(named)):
-        build_plan(cfg, ROOT)
+        build_plan(WorkflowConfig(cfg), ROOT)

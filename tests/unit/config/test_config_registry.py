@@ -19,6 +19,7 @@ from argent.config import (
     ConfigError,
     ExperimentConfig,
     Section,
+    WorkflowConfig,
     check_range,
     config_keys,
     experiment_from_dict,
@@ -157,7 +158,7 @@ def test_a_groups_runs_override_is_range_checked_on_the_merged_config():
            "groups": {"g": {"variants": ["clip"], "overrides": {"runs": {"threads_per_run": 0}}}}}
     with pytest.raises(ConfigError, match=r"groups\.g \(the base config with its overrides\): runs\.threads_per_run: "
                                           r"0 is out of range; must be >= 1"):
-        build_plan(cfg, ROOT)
+        build_plan(WorkflowConfig(cfg), ROOT)
 
 
 def test_tables_errors_name_the_key_path():
@@ -196,7 +197,7 @@ def test_size_and_group_layers_beat_the_general_ones():
            "train": {"steps": 100, "batch_size": 8}, "train_by_size": {"tiny": {"steps": 50}},
            "model": {"tiny": {"embed_dim": 96}}, "optim": {"warmup_steps": 1},
            "groups": {"g": {"variants": ["clip"], "overrides": {"train": {"batch_size": 4}}}}}
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     gcfg = group_config(cfg, plan.groups["g"])
     exp = experiment_from_dict(gcfg, "clip", "tiny", 0, base_dir=ROOT)
     assert (exp.train.steps, exp.train.batch_size) == (50, 4)  # train_by_size over train; the group over the base
@@ -290,7 +291,7 @@ def test_recipe_a_training_option_is_a_field_its_use_and_its_doc_line(tmp_path, 
         "argent", "tiny", 0).optim.eps == 1e-7
     cfg = {"variants_file": str(ROOT / "config" / "variants.yaml"), "train": {"steps": 10}, "optim": {"warmup_steps": 1},
            "groups": {"g": {"variants": ["clip"], "overrides": {"optim": {"eps": 1e-5}}}}}
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     assert experiment_from_dict(plan.configs["g"], "clip", "tiny", 0, base_dir=ROOT).optim.eps == 1e-5
     # its range and a typo, named by their path
     with pytest.raises(ConfigError, match=r"optim\.eps: 0\.0 is out of range; must be > 0"):

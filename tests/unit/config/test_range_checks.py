@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from argent.config import ConfigError
+from argent.config import ConfigError, WorkflowConfig
 from argent.plan.groups import build_plan
 from tests.fixtures import ROOT, TINY, write_config
 
@@ -38,10 +38,10 @@ def test_a_negative_seed_is_refused(tmp_path, argent):
     assert not (tmp_path / "r").exists()
     cfg = {**TINY, "runs": {"sizes": ["tiny"], "seeds": [0, -1]}, "groups": {"main": {"variants": ["meru"]}}}
     with pytest.raises(ConfigError, match=r"runs\.seeds\[1\]: -1 is out of range"):
-        build_plan(cfg, ROOT)
+        build_plan(WorkflowConfig(cfg), ROOT)
     cfg["runs"]["seeds"], cfg["groups"]["main"]["seeds"] = [0], [-2]  # runs: is typed whole, used or not
     with pytest.raises(ConfigError, match=r"groups\.main\.seeds\[0\]: -2 is out of range"):
-        build_plan(cfg, ROOT)
+        build_plan(WorkflowConfig(cfg), ROOT)
 
 
 @pytest.mark.parametrize("verb", [["train", "--config", "c.yaml", *TRAIN, "--out", "r"],

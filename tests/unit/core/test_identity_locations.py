@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from argent.cli import main as argent_main
-from argent.config import IDENTITY_VERSION, ConfigError
+from argent.config import IDENTITY_VERSION, ConfigError, WorkflowConfig
 from argent.config.groups import RunKey, run_experiment, run_identity
 from argent.models import build_model
 from argent.models.trained import load_model
@@ -26,7 +26,7 @@ NEGATIVES_VARIANT = "argent_negs_concrete"
 
 def plan_hashes(*overrides: str) -> dict[RunKey, str]:
     cfg = merged_config(Path("config/config.yaml"), list(overrides), ROOT)
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     return {key: run_identity(plan.configs[key.group], key, ROOT) for key in plan.trained}
 
 
@@ -60,7 +60,7 @@ def test_only_the_variants_that_read_the_negatives_take_their_identity(before):
 
 def _experiment(variant: str = "clip"):
     cfg = merged_config(Path("config/config.yaml"), [], ROOT)
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     group = "negatives" if variant.startswith("argent_negs") else "main"
     return run_experiment(plan.configs[group], RunKey(group, variant, "tiny", 0), ROOT)
 
@@ -116,7 +116,7 @@ def v1_run(results: Path, num_workers: int = 0) -> Path:
 
 def _main_key():
     cfg = merged_config(Path("config/config.yaml"), [], ROOT)
-    return build_plan(cfg, ROOT).configs["main"], RunKey("main", "clip", "tiny", 0), ROOT
+    return build_plan(WorkflowConfig(cfg), ROOT).configs["main"], RunKey("main", "clip", "tiny", 0), ROOT
 
 
 def test_a_v1_run_is_refused_with_the_restamp_line_then_carried_over(tmp_path):
@@ -131,7 +131,7 @@ def test_a_v1_run_is_refused_with_the_restamp_line_then_carried_over(tmp_path):
     with pytest.raises(CheckpointError, match="argent restamp --run"):
         load_model(folder)
     cfg = merged_config(Path("config/config.yaml"), [], ROOT)
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     weights = torch.load(folder / "checkpoint.pt", weights_only=True)["model"]
     outcome = restamp_run(folder, cfg, plan, ROOT)
     assert outcome.status == "restamped", outcome.message
@@ -154,10 +154,10 @@ def test_a_v1_run_of_two_loader_workers_is_not_the_default_stream(tmp_path):
     """v1 split the data by worker: such a run read two streams, which the default (one) is not."""
     folder = v1_run(tmp_path / "results", num_workers=2)
     cfg = merged_config(Path("config/config.yaml"), [], ROOT)
-    outcome = restamp_run(folder, cfg, build_plan(cfg, ROOT), ROOT)
+    outcome = restamp_run(folder, cfg, build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     assert outcome.status == "refused" and "train.data_streams" in outcome.message, outcome.message
     cfg = merged_config(Path("config/config.yaml"), ["train.data_streams=2"], ROOT)
-    outcome = restamp_run(folder, cfg, build_plan(cfg, ROOT), ROOT)
+    outcome = restamp_run(folder, cfg, build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     assert outcome.status == "restamped", outcome.message
 
 
@@ -166,7 +166,7 @@ def test_a_v1_checkpoint_of_another_config_is_refused(tmp_path):
     state = torch.load(folder / "checkpoint.pt", weights_only=True)
     torch.save({**state, "config_hash": "0123456789abcdef"}, folder / "checkpoint.pt")
     cfg = merged_config(Path("config/config.yaml"), [], ROOT)
-    outcome = restamp_run(folder, cfg, build_plan(cfg, ROOT), ROOT)
+    outcome = restamp_run(folder, cfg, build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     assert outcome.status == "refused" and "another config" in outcome.message
 
 

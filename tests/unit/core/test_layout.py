@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from argent.config import WorkflowConfig
 from argent.data.hiershapes.generate import HiershapesParams, generate
 from argent.data.shards import expand_shards
 from argent.plan.preflight import is_produced
@@ -46,15 +47,15 @@ def test_every_site_that_asks_the_question_uses_the_helper(tmp_path):
     cfg = {"results": "results", "benchmarks": {
         "mine": {"protocol": "pep", "hierarcaps_csv": "data/hiershapes2/t.csv", "image_dir": "data/hiershapes2/img",
                  "clean_csv": "results2/data/hierarcaps/hierarcaps_clean.csv"}}}
-    assert benchmark_data_inputs(cfg, ["mine"], "data/hiershapes", "MANIFEST") == []
+    assert benchmark_data_inputs(WorkflowConfig(cfg), ["mine"], "data/hiershapes", "MANIFEST") == []
     cfg["benchmarks"]["mine"].update(hierarcaps_csv="data/hiershapes/t.csv",
                                      clean_csv="results/data/hierarcaps/hierarcaps_clean.csv")
-    assert benchmark_data_inputs(cfg, ["mine"], "data/hiershapes", "MANIFEST") == [
+    assert benchmark_data_inputs(WorkflowConfig(cfg), ["mine"], "data/hiershapes", "MANIFEST") == [
         "MANIFEST", "results/data/hierarcaps/hierarcaps_clean.csv"]
     group = {"hiershapes": {"out": "data/hiershapes"}, "data": {"train_shards": "data/hiershapes2/train/shard-*.tar"}}
-    assert training_domain(group, tmp_path) == REAL
+    assert training_domain(WorkflowConfig(group), tmp_path) == REAL
     group["data"]["train_shards"] = "data/hiershapes/train/shard-*.tar"
-    assert training_domain(group, tmp_path) == SYNTHETIC
+    assert training_domain(WorkflowConfig(group), tmp_path) == SYNTHETIC
 
 
 def test_results_paths_of_named_outputs():

@@ -21,6 +21,7 @@ from argent.config import (
     ConfigError,
     EntailmentKind,
     VariantConfig,
+    WorkflowConfig,
     derive_paths,
     experiment_from_dict,
     load_config,
@@ -85,12 +86,12 @@ def test_a_registered_protocol_is_parsed_checked_planned_and_run(count_protocol,
     hs = cfg["hiershapes"]["out"]
     cfg["benchmarks"]["toy"] = {"protocol": "count", "lines": f"{hs}/val/lines.txt"}
     cfg["evaluate"]["benchmarks"] = ["toy"]
-    assert choose_benchmarks(cfg, ROOT).run == ["toy"]
-    assert benchmark_data_inputs(cfg, ["toy"], hs, "MANIFEST") == ["MANIFEST"]
-    assert produced_prefixes(cfg)[1] == hs
-    assert benchmark_domain(cfg, "toy", ROOT) == "synthetic"
+    assert choose_benchmarks(WorkflowConfig(cfg), ROOT).run == ["toy"]
+    assert benchmark_data_inputs(WorkflowConfig(cfg), ["toy"], hs, "MANIFEST") == ["MANIFEST"]
+    assert produced_prefixes(WorkflowConfig(cfg))[1] == hs
+    assert benchmark_domain(WorkflowConfig(cfg), "toy", ROOT) == "synthetic"
     cfg["benchmarks"]["toy"]["lines"] = str(lines)
-    assert benchmark_domain(cfg, "toy", ROOT) == "real"
+    assert benchmark_domain(WorkflowConfig(cfg), "toy", ROOT) == "real"
 
     # the runner dispatches to the registered function, checks its item vector against the metric, writes its units
     result = evaluate(_geometry_module(), "toy", entry)
@@ -122,7 +123,7 @@ def test_an_unknown_protocol_is_refused_at_dag_build_with_the_registry_names():
     cfg = load_config(ROOT / "config" / "smoke.yaml", base_dir=ROOT).raw
     cfg["benchmarks"]["typo"] = {"protocol": "zero_shot", "root": "x"}
     with pytest.raises(ConfigError, match=r"benchmarks\.typo\.protocol: 'zero_shot' is not allowed; allowed: .*'zeroshot'"):
-        choose_benchmarks(cfg, ROOT)
+        choose_benchmarks(WorkflowConfig(cfg), ROOT)
 
 
 def test_every_registered_protocol_resolves_its_run_function():
@@ -181,4 +182,4 @@ def test_a_study_tuning_a_field_its_base_variant_does_not_read_is_refused_at_pla
     cfg["tune"]["base_variant"] = "meru"
     cfg["tune"]["train_overrides"] = ["variant.huber_beta=0.3"]
     with pytest.raises(ConfigError, match=r"tune: a study trial's config is invalid .*huber_beta: does nothing"):
-        check_trial_config(cfg, ROOT)
+        check_trial_config(WorkflowConfig(cfg), ROOT)

@@ -12,7 +12,7 @@ import yaml
 
 import argent.config.experiment as config_module
 from argent.cli import main as argent_main
-from argent.config import IDENTITY_VERSION, ExperimentConfig, TrainConfig, VariantConfig
+from argent.config import IDENTITY_VERSION, ExperimentConfig, TrainConfig, VariantConfig, WorkflowConfig
 from argent.config.groups import RunKey, run_experiment, run_identity
 from argent.models import build_model
 from argent.models.trained import load_model
@@ -36,7 +36,7 @@ from tests.fixtures import ROOT
 
 def default_plan(cfg=None):
     cfg = cfg or merged_config(Path("config/config.yaml"), [], ROOT)
-    return cfg, build_plan(cfg, ROOT)
+    return cfg, build_plan(WorkflowConfig(cfg), ROOT)
 
 
 def hashes(plan) -> dict[RunKey, str]:
@@ -70,7 +70,7 @@ def test_a_new_field_with_a_neutral_default_changes_no_hash(monkeypatch, before)
     assert hashes(plan) == before
     # ...and it is part of the identity once set: a run that uses it is another run
     cfg = merged_config(Path("config/config.yaml"), ["train.loss_scale_warmup=5"], ROOT)
-    assert run_identity(build_plan(cfg, ROOT).configs[key.group], key, ROOT) != before[key]
+    assert run_identity(build_plan(WorkflowConfig(cfg), ROOT).configs[key.group], key, ROOT) != before[key]
 
 
 def test_a_changed_default_changes_exactly_the_runs_that_take_it(monkeypatch, before):
@@ -94,7 +94,7 @@ def test_a_changed_training_default_spares_the_group_that_overrides_it(monkeypat
     _, plan = default_plan(cfg)
     assert hashes(plan) == before  # a value equal to the default adds nothing
     with_field(monkeypatch, TrainConfig, "max_skipped_steps", int, 20)
-    changed = {k for k, h in hashes(build_plan(cfg, ROOT)).items() if h != before[k]}
+    changed = {k for k, h in hashes(build_plan(WorkflowConfig(cfg), ROOT)).items() if h != before[k]}
     assert changed == {k for k in plan.trained if k.group != "tuning"} and changed
 
 
@@ -171,7 +171,7 @@ def test_restamp_refuses_a_differing_config_naming_the_key(tmp_path, capsys):
     folder = legacy_run(tmp_path / "results")
     before = (folder / "checkpoint.pt").read_bytes()
     cfg = merged_config(Path("config/config.yaml"), ["train.steps=300"], ROOT)
-    outcome = restamp_run(folder, cfg, build_plan(cfg, ROOT), ROOT)
+    outcome = restamp_run(folder, cfg, build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     assert outcome.status == "refused" and "train.steps" in outcome.message and str(folder) in outcome.message
     assert (folder / "checkpoint.pt").read_bytes() == before  # nothing written
     code = argent_main(["restamp", "--run", str(folder), "--config", "config/config.yaml", "--set", "train.steps=300",

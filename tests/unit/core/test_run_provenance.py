@@ -4,6 +4,7 @@ ran on, outside its identity: issue 27 item 6, trained in tests/integration/engi
 import json
 from pathlib import Path
 
+from argent.config import WorkflowConfig
 from argent.plan.cli import merged_config
 from argent.plan.groups import build_plan
 from argent.runs import run_dir
@@ -28,7 +29,7 @@ def _finished(results: Path, group: str, variant: str, seed: int, record: dict |
 
 
 def test_the_main_table_note_reads_each_runs_provenance(tmp_path):
-    plan = build_plan(merged_config(Path("config/config.yaml"), [], ROOT), ROOT)
+    plan = build_plan(WorkflowConfig(merged_config(Path("config/config.yaml"), [], ROOT)), ROOT)
     here = {"torch": "2.9", "cpu_capability": "AVX2", "gpu": ""}
     _finished(tmp_path, "main", "clip", 0, here)
     _finished(tmp_path, "main", "clip", 1, here)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argent.config import ConfigError, load_config
+from argent.config import ConfigError, WorkflowConfig, load_config
 from argent.plan.dag import build_dag
 from argent.tablespec.claims import load_claims
 from argent.tablespec.section import Column
@@ -72,11 +72,11 @@ def test_a_broken_claims_file_stops_the_dag_build_and_argent_check(tmp_path, arg
     from argent.tablespec.claims import check_claims
 
     with pytest.raises(ConfigError, match=r"tables.claims.file: .*absent.yaml: claims file not found"):
-        check_claims({"tables": {"claims": {"file": "absent.yaml"}}}, tmp_path)
+        check_claims(WorkflowConfig({"tables": {"claims": {"file": "absent.yaml"}}}), tmp_path)
     with pytest.raises(ConfigError, match=r"tables.claims.metrics.tie\[0\].scale: expected a number"):
-        check_claims({"tables": {"claims": {"file": str(_claims(tmp_path)), "metrics": {
-            "tie": [{"benchmark": "b", "metric": "m", "scale": "x"}]}}}}, tmp_path)
-    assert check_claims(load_config(ROOT / "config" / "config.yaml", base_dir=ROOT).raw, ROOT).claims  # shipped file
+        check_claims(WorkflowConfig({"tables": {"claims": {"file": str(_claims(tmp_path)), "metrics": {
+            "tie": [{"benchmark": "b", "metric": "m", "scale": "x"}]}}}}), tmp_path)
+    assert check_claims(WorkflowConfig(load_config(ROOT / "config" / "config.yaml", base_dir=ROOT).raw), ROOT).claims  # shipped file
 
 
 # ---- 2. the plan's cost: job records, the step-time record, a group's overrides -----------------

@@ -4,7 +4,7 @@ estimate (argent/models/flops.py) labelled as one, apart from the measured total
 import pytest
 
 from argent.cli import main as argent_main
-from argent.config import ConfigError
+from argent.config import ConfigError, WorkflowConfig
 from argent.plan.cost import PUBLISHED_MFU, PUBLISHED_MFU_SOURCE, cost_section, group_costs
 from argent.plan.cost_report import summary_line, table
 from argent.plan.groups import build_plan
@@ -20,8 +20,8 @@ def _cfg(cost: dict | None = None, **groups) -> dict:
 
 
 def _plan(cfg: dict) -> tuple[str, str, list]:
-    plan = build_plan(cfg, ROOT)
-    costs = group_costs(cfg, plan, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
+    costs = group_costs(WorkflowConfig(cfg), plan, ROOT)
     return table(costs), summary_line(costs, plan), costs
 
 

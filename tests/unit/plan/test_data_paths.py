@@ -3,13 +3,13 @@
 
 import io
 
-from argent.plan.cli import merged_config, run
+from argent.plan.cli import merged_workflow, run
 from tests.fixtures import ROOT
 
 
 def _plan_output(config: str) -> str:
     out = io.StringIO()
-    run(merged_config(ROOT / "config" / config, [], ROOT), ROOT, out)
+    run(merged_workflow(ROOT / "config" / config, [], ROOT), ROOT, out)
     return out.getvalue()
 
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from argent.cli import main as argent_main
-from argent.config import ConfigError, deep_merge
+from argent.config import ConfigError, WorkflowConfig, deep_merge
 from argent.config.groups import RunKey, groups_section
 from argent.plan.cost import group_costs
 from argent.plan.cost_report import summary_line
@@ -25,7 +25,7 @@ def test_identical_runs_are_borrowed_and_a_changed_budget_is_trained_again():
     cfg = _cfg(main={"variants": ["clip", "argent"]},
                abl={"variants": ["argent", "argent_noreg"], "from": "main"},
                longer={"variants": ["argent"], "from": "main", "overrides": {"train": {"steps": 200}}})
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     assert plan.home[RunKey("abl", "argent", "tiny", 1)] == RunKey("main", "argent", "tiny", 1)
     assert plan.home[RunKey("abl", "argent_noreg", "tiny", 0)] == RunKey("abl", "argent_noreg", "tiny", 0)
     assert plan.home[RunKey("longer", "argent", "tiny", 0)] == RunKey("longer", "argent", "tiny", 0)
@@ -37,9 +37,9 @@ def test_identical_runs_are_borrowed_and_a_changed_budget_is_trained_again():
 def test_negatives_without_wordnet_are_an_error_unless_the_group_is_optional():
     cfg = _cfg(main={"variants": ["argent"]}, negs={"variants": ["argent_negs_random"]})
     with pytest.raises(ConfigError, match="groups.negs: argent_negs_random .*WordNet.*optional: true"):
-        build_plan(cfg, ROOT)
+        build_plan(WorkflowConfig(cfg), ROOT)
     cfg["groups"]["negs"]["optional"] = True
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     assert plan.left_out == [("negs", plan.left_out[0][1])] and "wordnet_zip" in plan.left_out[0][1]
     assert all(k.group == "main" for k in plan.trained)
 
@@ -72,11 +72,11 @@ def test_group_errors_name_the_key(groups, message):
 def test_cost_from_the_config_override_and_unknown_sizes_said(tmp_path):
     # a results folder of its own: the plan would read the step times of a finished run in results/
     cfg = {**_cfg(main={"variants": ["clip", "argent"], "sizes": ["tiny", "S"]}), "results": str(tmp_path / "results")}
-    plan = build_plan(cfg, ROOT)
-    line = summary_line(group_costs(cfg, plan, ROOT), plan)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
+    line = summary_line(group_costs(WorkflowConfig(cfg), plan, ROOT), plan)
     assert "8 training runs" in line and "step time unknown for size(s) S, tiny" in line and "no estimate" in line
     cfg["cost"] = {"step_seconds": {"tiny": 0.9, "S": 3.6}, "batch_size": 16}
-    (cost,) = group_costs(cfg, plan, ROOT)
+    (cost,) = group_costs(WorkflowConfig(cfg), plan, ROOT)
     # 4 runs × 100 steps × (0.9 s at batch 16 → 0.45 s at batch 8) + 4 × 100 × 1.8 s, one core each
     assert cost.hours() == pytest.approx((4 * 100 * 0.45 + 4 * 100 * 1.8) / 3600)
     assert "scaled from batch 16" in cost.step_time["tiny"].source
@@ -97,12 +97,12 @@ def test_record_from_finished_jobs_feeds_the_plan(tmp_path):
     record = json.loads((results / "bench" / "step_times.json").read_text())
     assert record["sizes"]["tiny"]["step_seconds"] == pytest.approx(0.4) and record["machine"]
     cfg = deep_merge(_cfg(main={"variants": ["clip"]}), {"results": str(results)})
-    plan = build_plan(cfg, ROOT)
-    (cost,) = group_costs(cfg, plan, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
+    (cost,) = group_costs(WorkflowConfig(cfg), plan, ROOT)
     assert cost.step_time["tiny"].seconds == pytest.approx(0.4) and "measured on" in cost.step_time["tiny"].source
     # a record measured on another device kind is not used for a GPU config
     cfg["train"]["device"] = "cuda"
-    (cost,) = group_costs(cfg, build_plan(cfg, ROOT), ROOT)
+    (cost,) = group_costs(WorkflowConfig(cfg), build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     assert cost.step_time["tiny"].seconds is None
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 import yaml
 
-from argent.config import deep_merge
+from argent.config import WorkflowConfig, deep_merge
 from argent.plan.cost import group_costs
 from argent.plan.cost_report import summary_line
 from argent.plan.groups import build_plan
@@ -34,11 +34,11 @@ def _finish(results, seed: int, wall: float, steps: int = 100) -> None:
 def test_a_finished_training_prices_the_next_plan_without_a_record(tmp_path):
     results = tmp_path / "results"
     cfg = _cfg(results)
-    plan = build_plan(cfg, ROOT)
-    assert "no estimate" in summary_line(group_costs(cfg, plan, ROOT), plan)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
+    assert "no estimate" in summary_line(group_costs(WorkflowConfig(cfg), plan, ROOT), plan)
     _finish(results, 0, 30.0)
     _finish(results, 1, 50.0)
-    (cost,) = group_costs(cfg, plan, ROOT)
+    (cost,) = group_costs(WorkflowConfig(cfg), plan, ROOT)
     step = cost.step_time["tiny"]
     assert step.seconds == pytest.approx(0.4)  # the median of 0.3 and 0.5 s per step
     assert "measured from 2 finished training job(s)" in step.source and str(results) in step.source
@@ -55,7 +55,7 @@ def test_a_record_file_wins_over_the_finished_jobs(tmp_path):
                                                                          "device": "cpu"}}}
     (results / "bench").mkdir()
     (results / "bench" / "step_times.json").write_text(json.dumps(record))
-    (cost,) = group_costs(cfg, build_plan(cfg, ROOT), ROOT)
+    (cost,) = group_costs(WorkflowConfig(cfg), build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     assert cost.step_time["tiny"].seconds == pytest.approx(2.0) and "gpu box" in cost.step_time["tiny"].source
 
 
@@ -64,5 +64,5 @@ def test_a_malformed_job_record_leaves_the_size_unknown_not_the_plan_failed(tmp_
     cfg = _cfg(results)
     _finish(results, 0, 30.0)
     (results / "benchmarks" / "train" / "main" / "clip-tiny-seed0.tsv").write_text("s\th:m:s\n-5\tx\n")
-    (cost,) = group_costs(cfg, build_plan(cfg, ROOT), ROOT)
+    (cost,) = group_costs(WorkflowConfig(cfg), build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     assert cost.step_time["tiny"].seconds is None

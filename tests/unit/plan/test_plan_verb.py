@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from argent.cli import main as argent_main
-from argent.config import ConfigError
+from argent.config import ConfigError, WorkflowConfig
 from argent.plan.cost import group_costs
 from argent.plan.groups import build_plan
 from argent.plan.step_record import RECORD
@@ -38,11 +38,11 @@ def test_plan_costs_the_paper_config_without_its_data(tmp_path: Path, capsys: py
 def test_only_the_cost_plans_without_data_the_dag_still_refuses(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path / "results", main={"variants": ["argent"]}, negs={"variants": ["argent_negs_random"]})
     with pytest.raises(ConfigError, match="groups.negs: argent_negs_random .*WordNet"):
-        build_plan(cfg, ROOT)
-    plan = build_plan(cfg, ROOT, without_data=True)
+        build_plan(WorkflowConfig(cfg), ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT, without_data=True)
     assert "negs" in plan.configs and [g for g, _ in plan.unseen] == ["negs"]
     cfg["groups"]["negs"]["optional"] = True  # an optional group is left out as the DAG leaves it out
-    plan = build_plan(cfg, ROOT, without_data=True)
+    plan = build_plan(WorkflowConfig(cfg), ROOT, without_data=True)
     assert plan.unseen == [] and [g for g, _ in plan.left_out] == ["negs"]
 
 
@@ -57,17 +57,17 @@ def write_record(results: Path, size: str, device: str) -> Path:
 def test_a_record_of_another_results_folder_is_named_not_used(tmp_path: Path) -> None:
     write_record(tmp_path / "results" / "quick", "tiny", "cpu")  # argent plan --record-from results/quick
     cfg = _cfg(tmp_path / "results")
-    (cost,) = group_costs(cfg, build_plan(cfg, tmp_path), tmp_path)
+    (cost,) = group_costs(WorkflowConfig(cfg), build_plan(WorkflowConfig(cfg), tmp_path), tmp_path)
     step = cost.step_time["tiny"]
     assert step.seconds is None
     assert "--set cost.step_times=results/quick/bench/step_times.json" in step.source and "box" in step.source
     # read when the config points at it
     cfg["cost"] = {"step_times": "results/quick/bench/step_times.json"}
-    (cost,) = group_costs(cfg, build_plan(cfg, tmp_path), tmp_path)
+    (cost,) = group_costs(WorkflowConfig(cfg), build_plan(WorkflowConfig(cfg), tmp_path), tmp_path)
     assert cost.step_time["tiny"].seconds == pytest.approx(0.4)
     # another size, or another device kind, is not offered
     cfg = _cfg(tmp_path / "results", main={"variants": ["clip"], "sizes": ["S"]})
-    (cost,) = group_costs(cfg, build_plan(cfg, tmp_path), tmp_path)
+    (cost,) = group_costs(WorkflowConfig(cfg), build_plan(WorkflowConfig(cfg), tmp_path), tmp_path)
     assert "step_times" not in cost.step_time["S"].source
 
 

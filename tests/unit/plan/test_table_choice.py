@@ -43,7 +43,7 @@ def _one_seed_main_only(cfg: dict) -> dict:
 
 
 def _choice(cfg: dict, claims_file, probe: bool = False):
-    return choose_tables(tables_section(cfg), build_plan(cfg, ROOT), load_claims(claims_file), probe)
+    return choose_tables(tables_section(cfg), build_plan(WorkflowConfig(cfg), ROOT), load_claims(claims_file), probe)
 
 
 def test_three_seeds_and_every_group_write_every_table(claims_file):
@@ -75,7 +75,7 @@ def test_claims_whose_runs_no_group_trains_and_the_n1_table_on_request(claims_fi
 
 def test_the_quick_config_writes_main_mechanism_and_cost():
     cfg = load_config(ROOT / "config" / "quick.yaml", base_dir=ROOT).raw
-    choice = choose_tables(tables_section(cfg), build_plan(cfg, ROOT), load_claims(ROOT / "config" / "claims.yaml"), probe=False)
+    choice = choose_tables(tables_section(cfg), build_plan(WorkflowConfig(cfg), ROOT), load_claims(ROOT / "config" / "claims.yaml"), probe=False)
     assert choice.written == ("main", "mechanism", "cost") and set(choice.left_out) == {"claims", "ablations", "probe"}
 
 

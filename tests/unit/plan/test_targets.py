@@ -31,7 +31,7 @@ def test_benchmarks_made_by_the_dag_run_and_absent_optional_ones_are_one_line(sm
     # field order, is named: the items file before the images)
     cfg["benchmarks"]["hierarcaps_pep"].update(hierarcaps_csv=str(tmp_path / "absent.csv"),
                                                image_dir=str(tmp_path / "absent-images"))
-    choice = choose_benchmarks(cfg, ROOT)
+    choice = choose_benchmarks(WorkflowConfig(cfg), ROOT)
     assert "hs_zeroshot" in choice.run and "hierarcaps_pep" not in choice.run  # hs_*: under hiershapes.out
     assert choice.skipped["hierarcaps_pep"] == (f"skipping optional benchmark hierarcaps_pep: "
                                                  f"benchmarks.hierarcaps_pep.hierarcaps_csv: {tmp_path / 'absent.csv'} not found")
@@ -44,25 +44,25 @@ def test_a_required_benchmark_without_its_data_is_named_with_its_path(smoke, tmp
     cfg["benchmarks"]["hierarcaps_pep"].update(optional=False, hierarcaps_csv=str(tmp_path / "absent.csv"),
                                                image_dir=str(tmp_path))
     with pytest.raises(ConfigError, match=r"benchmarks\.hierarcaps_pep\.hierarcaps_csv: .*absent\.csv: not found"):
-        choose_benchmarks(cfg, ROOT)
+        choose_benchmarks(WorkflowConfig(cfg), ROOT)
 
 
 def test_an_undefined_benchmark_is_named(smoke):
     cfg = copy.deepcopy(smoke)
     cfg["evaluate"]["benchmarks"] = ["hs_zeroshot", "imagenet_typo"]
     with pytest.raises(ConfigError, match=r"evaluate.benchmarks: \['imagenet_typo'\] not defined"):
-        choose_benchmarks(cfg, ROOT)
+        choose_benchmarks(WorkflowConfig(cfg), ROOT)
 
 
 def test_what_the_benchmarks_read_that_the_dag_makes(smoke):
-    made = benchmark_data_inputs(smoke, ["hs_zeroshot", "hs_pep"], "data/smoke/hiershapes", "MANIFEST")
+    made = benchmark_data_inputs(WorkflowConfig(smoke), ["hs_zeroshot", "hs_pep"], "data/smoke/hiershapes", "MANIFEST")
     assert made == sorted(["MANIFEST", "results/smoke/data/hiershapes/hierarcaps_clean.csv",
                            "results/smoke/data/hiershapes/negative_pool.csv"])
-    assert benchmark_data_inputs(smoke, ["sugarcrepe"], "data/smoke/hiershapes", "MANIFEST") == []  # real data
+    assert benchmark_data_inputs(WorkflowConfig(smoke), ["sugarcrepe"], "data/smoke/hiershapes", "MANIFEST") == []  # real data
 
 
 def test_one_parquet_is_mined_from_one_set_of_shards(smoke):
-    plan = build_plan(smoke, ROOT)
+    plan = build_plan(WorkflowConfig(smoke), ROOT)
     assert mining_jobs(plan, ROOT) == {"results/smoke/data/negatives/hiershapes_train.parquet":
                                        "data/smoke/hiershapes/train/shard-*.tar"}
     cfg = copy.deepcopy(smoke)
@@ -70,20 +70,20 @@ def test_one_parquet_is_mined_from_one_set_of_shards(smoke):
     cfg["groups"]["more"] = {"variants": ["argent_negs_random"]}  # the default data, the same parquet
     with pytest.raises(ConfigError, match=r"data.negatives results/smoke/data/negatives/hiershapes_train.parquet: "
                                           r"mined from two different data.train_shards"):
-        mining_jobs(build_plan(cfg, ROOT), ROOT)
+        mining_jobs(build_plan(WorkflowConfig(cfg), ROOT), ROOT)
     cfg = copy.deepcopy(smoke)
     cfg["groups"]["negatives"]["overrides"] = {"data": {"negatives": ""}}
     with pytest.raises(ConfigError, match="groups.negatives: its variants train on hard negatives but data.negatives is empty"):
-        mining_jobs(build_plan(cfg, ROOT), ROOT)
+        mining_jobs(build_plan(WorkflowConfig(cfg), ROOT), ROOT)
 
 
 def test_the_probe_reads_each_run_where_it_lives(smoke):
     cfg = copy.deepcopy(smoke)
     cfg["probe"]["variants"] = ["argent", "ablations/meru"]  # ablations borrows meru from main
-    runs = probe_runs(WorkflowConfig(cfg).probe, build_plan(cfg, ROOT), Path(cfg["results"]))
+    runs = probe_runs(WorkflowConfig(cfg).probe, build_plan(WorkflowConfig(cfg), ROOT), Path(cfg["results"]))
     assert runs == {"results/smoke/probe/main/argent-tiny/seed0.json": RunKey("main", "argent", "tiny", 0),
                     "results/smoke/probe/main/meru-tiny/seed0.json": RunKey("main", "meru", "tiny", 0)}
-    assert probe_runs(WorkflowConfig({**cfg, "probe": {**cfg["probe"], "enabled": False}}).probe, build_plan(cfg, ROOT),
+    assert probe_runs(WorkflowConfig({**cfg, "probe": {**cfg["probe"], "enabled": False}}).probe, build_plan(WorkflowConfig(cfg), ROOT),
                       Path(cfg["results"])) == {}
 
 
@@ -96,5 +96,5 @@ def test_a_probe_of_a_run_the_plan_does_not_train_is_named(smoke, probe, message
     cfg = copy.deepcopy(smoke)
     cfg["probe"].update(probe)
     with pytest.raises(ConfigError) as info:
-        probe_runs(WorkflowConfig(cfg).probe, build_plan(cfg, ROOT), Path(cfg["results"]))
+        probe_runs(WorkflowConfig(cfg).probe, build_plan(WorkflowConfig(cfg), ROOT), Path(cfg["results"]))
     assert message in str(info.value)

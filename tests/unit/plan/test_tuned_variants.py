@@ -12,7 +12,7 @@ import yaml
 
 from argent.check.preflight import PreflightError, preflight
 from argent.check.runs import claim_run_problems
-from argent.config import ConfigError, load_config, load_variants
+from argent.config import ConfigError, WorkflowConfig, load_config, load_variants
 from argent.config.groups import RunKey, base_variant, run_experiment, tuned_base, tuned_study
 from argent.plan.cost import group_costs
 from argent.plan.dag import build_dag
@@ -48,7 +48,7 @@ def test_a_tuned_name_resolves_to_the_base_and_the_study_that_tune_it(tmp_path):
 def test_each_tuned_variant_trains_as_its_base_and_is_never_borrowed(tmp_path):
     cfg = _smoke(tmp_path, TWO, ["argent-tuned", "meru_adaent-tuned"])
     cfg["groups"]["tuning"]["from"] = "ablations"
-    plan = build_plan(cfg, ROOT)
+    plan = build_plan(WorkflowConfig(cfg), ROOT)
     key = RunKey("tuning", "meru_adaent-tuned", "tiny", 0)
     assert plan.home[key] == key
     exp = run_experiment(plan.configs["tuning"], key, ROOT)
@@ -94,7 +94,7 @@ def test_the_dag_runs_one_study_per_base_and_trains_each_tuned_variant_on_its_be
 
 def test_the_run_identity_of_a_tuned_variant_reads_its_own_studys_best(tmp_path):
     cfg = _smoke(tmp_path, TWO, ["argent-tuned", "meru_adaent-tuned"])
-    plan, results = build_plan(cfg, ROOT), Path(cfg["results"])
+    plan, results = build_plan(WorkflowConfig(cfg), ROOT), Path(cfg["results"])
     meru, argent = RunKey("tuning", "meru_adaent-tuned", "tiny", 0), RunKey("tuning", "argent-tuned", "tiny", 0)
     assert planned_hash(plan, meru, ROOT, results) is None  # no best.yaml yet: nothing to compare
     best = results / "tune" / "argent_weights-meru_adaent" / "best.yaml"
@@ -108,7 +108,7 @@ def test_the_run_identity_of_a_tuned_variant_reads_its_own_studys_best(tmp_path)
 def test_the_cost_counts_one_study_per_tuned_variant(tmp_path):
     cfg = _smoke(tmp_path, TWO, ["argent-tuned", "meru_adaent-tuned"])
     cfg["cost"] = {"step_seconds": {"tiny": 0.5}}
-    (tuning,) = [c for c in group_costs(cfg, build_plan(cfg, ROOT), ROOT) if c.group == "tuning"]
+    (tuning,) = [c for c in group_costs(WorkflowConfig(cfg), build_plan(WorkflowConfig(cfg), ROOT), ROOT) if c.group == "tuning"]
     assert tuning.study_steps == 2 * 2 * 6  # 2 studies x tune.n_trials 2 x train.steps=6 (smoke's overrides)
     assert tuning.notes == ["studies: 2 × 2 trials × 6 steps"]
     assert tuning.hours() == pytest.approx((2 * 12 + 24) * 0.5 / 3600)  # two runs of 12 steps, the studies
