@@ -201,8 +201,10 @@ def test_shipped_claims_file_parses_and_agrees_with_its_published_numbers(tmp_pa
     roles = set(cfg["tables"]["claims"]["metrics"])
     assert {m.role for c in claims for m in c.metrics} <= roles
     variants = yaml.safe_load((ROOT / "config" / "variants.yaml").read_text())
-    # claims name <group>/<variant> (bare: main); every group is one of the shipped configs' groups
-    assert {v.rpartition("/")[2] for c in claims for v in (c.a, c.b)} <= set(variants)
+    # claims name <group>/<variant> (bare: main): a catalogue variant, or <base>-tuned for a base the default
+    # tunes; every group is one of the shipped configs' groups
+    tuned = {f"{base}-tuned" for base in cfg["tune"]["base_variants"]}
+    assert {v.rpartition("/")[2] for c in claims for v in (c.a, c.b)} <= set(variants) | tuned
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     assert {v.rpartition("/")[0] or "main" for c in claims for v in (c.a, c.b)} <= set(cfg["groups"]) | set(paper["groups"])
     # the amendment log parses; every entry says what it was decided after
@@ -239,7 +241,7 @@ def test_the_shipped_primary_family_at_size_tiny():
     assert all(roles[role][0].benchmark.startswith("hs_") for role in tiny.values())
     exploratory_only = {c.id for c in spec.claims if c.primary is None}
     controls = {"T3a-ctl-loss-meru", "T3a-ctl-weight-meru", "T3a-ctl-reg-meru", "T2-ctl-loss-hycoclip",
-                "T2-ctl-weight-argent", "T2-ctl-reg-hycoclip"}
+                "T2-ctl-weight-argent", "T2-ctl-reg-hycoclip", "T3a-ctl-tuned-meru", "T2-ctl-tuned-argent"}
     assert exploratory_only == {"T2-meru-vs-clip", "T3c-reg-meru", "CJ-cement-vs-none"} | controls
     # every demotion is logged in the amendments, naming the claim; the controls were added, never primary
     demoted = {cid for a in spec.amendments for cid in a.claims if f"-> {NO_PRIMARY}" in a.change}
