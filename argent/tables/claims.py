@@ -219,6 +219,13 @@ def _verdict(row: dict[str, Any], alpha: float) -> str:
     return "reproduced" if (row["diff_mean"] > 0) == (row["expected_sign"] > 0) else "contradicted"
 
 
+def _calibration(row: dict[str, Any], claims: ClaimsSpec) -> float:
+    """The factor on Holm's levels for a primary row of this many paired seeds (1 without a declaration):
+    where the recipe's measured seed law makes the test liberal at few seeds (docs/statistics.md)."""
+    calibration = claims.size_calibration
+    return 1.0 if calibration is None else calibration.factor_at(int(row.get("n") or 0))
+
+
 def decide(rows: list[dict[str, Any]], claims: ClaimsSpec) -> list[dict[str, Any]]:
     """Holm over the primary rows, BH over the exploratory rows, verdicts, and the primary rows'
     power analysis under the Holm/Bonferroni bound: the paired seeds that reach 80 % power at the
@@ -229,7 +236,7 @@ def decide(rows: list[dict[str, Any]], claims: ClaimsSpec) -> list[dict[str, Any
         members = [r for r in rows if r["family"] == family and r["p"] is not None]
         for r, p_adj in zip(members, adjust([r["p"] for r in members])):
             r["p_adjusted"] = p_adj
-            r["verdict"] = _verdict(r, claims.alpha)
+            r["verdict"] = _verdict(r, claims.alpha * _calibration(r, claims) if family == PRIMARY else claims.alpha)
     tested_primary = sum(1 for r in rows if r["family"] == PRIMARY and r["p"] is not None)
     level = claims.alpha / max(tested_primary, 1)
     for r in rows:
@@ -239,13 +246,15 @@ def decide(rows: list[dict[str, Any]], claims: ClaimsSpec) -> list[dict[str, Any
             continue
         equivalence = r["test"] == "equivalence"
         delta = r["margin"] / scale
-        r["seeds_for_delta"] = seeds_for_power(est.components, delta, level, POWER_TARGET, equivalence)
+        r["seeds_for_delta"] = seeds_for_power(est.components, delta, level * _calibration(r, claims), POWER_TARGET,
+                                               equivalence)
         effect = delta if equivalence else safeguard_effect(est, SAFEGUARD_CONFIDENCE)
         if effect is None:
             _add_note(r, f"the pilot's {SAFEGUARD_CONFIDENCE:.0%} CI of |Δ| reaches 0: no safeguard effect to plan seeds at")
             continue
         r["planning_effect"] = effect * scale
-        r["seeds_for_power"] = seeds_for_power(est.components, effect, level, POWER_TARGET, equivalence)
+        r["seeds_for_power"] = seeds_for_power(est.components, effect, level * _calibration(r, claims), POWER_TARGET,
+                                               equivalence)
     return rows
 
 

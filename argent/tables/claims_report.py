@@ -9,14 +9,26 @@ from argent.tables.claims import EXPLORATORY, OUT_OF_DOMAIN, POWER_TARGET, PRIMA
 from argent.tables.inference import SATTERTHWAITE_BELOW
 from argent.tables.paper import PARTIAL_MARK
 from argent.tablespec.claims import ClaimsSpec
+from argent.tablespec.declarations import SizeCalibration
 
 # What the intervals are known to hold under beyond normal seeds (docs/statistics.md, "The size on the
-# recipe's own seeds"); restated here once the headline run's seed law has been simulated.
-SEED_LAW_SENTENCE = ("The recipe's own seed law (40 paired seeds per family, config/headline.yaml) is simulated in "
-                     "docs/statistics.md, \"The size on the recipe's own seeds\" (bench/seed_law.py).")
+# recipe's own seeds"): the test simulated on the recipe's measured seed law (bench/seed_law.py).
+SEED_LAW_SENTENCE = ("On the recipe's own seed law (the Table 2 families' paired seeds of config/headline.yaml, "
+                     "bench/data/seed_law.npz) the primary test's size was simulated (bench/seed_law.py; "
+                     "docs/statistics.md, \"The size on the recipe's own seeds\")")
 
 
-def header_sentences(alpha: float) -> dict[str, str]:
+def seed_law_sentence(calibration: SizeCalibration | None) -> str:
+    """The header's statement of what the size was measured to be on the recipe's seeds, and the calibration
+    the claims file declares for it (none: the levels are Holm's own)."""
+    if calibration is None:
+        return f"{SEED_LAW_SENTENCE}; no calibration is declared, so primary rows are decided at Holm's own levels."
+    return (f"{SEED_LAW_SENTENCE}: with fewer than {calibration.below_seeds} paired seeds it is liberal, so those "
+            f"primary rows are decided at {calibration.factor:g} × Holm's levels, where it holds "
+            f"({calibration.evidence}).")
+
+
+def header_sentences(alpha: float, calibration: SizeCalibration | None = None) -> dict[str, str]:
     """The claims.md header's statements on error control and variance (claims_report.py), read from
     the constants they state, each with the condition it holds under (docs/statistics.md)."""
     return {
@@ -27,7 +39,7 @@ def header_sentences(alpha: float) -> dict[str, str]:
                     f"{SATTERTHWAITE_BELOW:.0%} of the variance, then Satterthwaite's df; the false-positive rate at "
                     "the Holm levels holds in simulation for normal seed effects, not for a bad-seed mode "
                     "(docs/statistics.md)",
-        "seed_law": SEED_LAW_SENTENCE,
+        "seed_law": seed_law_sentence(calibration),
         "labels": "A row that passes its test may still print no direction: **premise absent** (the claim's "
                   "declared premise, a measured quantity its mechanism needs, is under its threshold on both arms: "
                   "the row compares the two runs but does not test the mechanism), **metric degenerate** (on both "
@@ -95,7 +107,7 @@ def _explained(rows: list[dict[str, Any]], claims: ClaimsSpec, setting: str, tes
     the margins, the counts, and the table's head."""
     alpha = claims.alpha
     decided_explor = sum(1 for r in rows if r["family"] == EXPLORATORY and r["verdict"] not in ("inconclusive", ""))
-    said = header_sentences(alpha)
+    said = header_sentences(alpha, claims.size_calibration)
     return [
         "# Claims of the papers, tested with paired seeds", "",
         f"**Setting.** {setting} A verdict is about this setting, not about the papers' scale and data.", "",

@@ -167,6 +167,17 @@ def null_rates(p: np.ndarray, mean: np.ndarray, level: float) -> tuple[list[Rate
     return rows, Rates(min(1.0, level * p.shape[1]), len(p), int(hit.any(axis=1).sum()))
 
 
+def calibration_factor(p: np.ndarray, level: float, grid: Sequence[float] | None = None) -> float:
+    """The largest factor c (on ``grid``, default 1, 0.99, ..., 0.01) at which every row's null rejection
+    rate at c × ``level`` is at most ``level``: the claims' calibrated level where the measured seed law
+    makes the test liberal (1.0 where it already holds). ``p`` is (reps, rows) of null p-values."""
+    grid = np.round(np.arange(1.0, 0.0, -0.01), 2) if grid is None else np.asarray(grid)
+    for c in grid:
+        if (p <= c * level).mean(axis=0).max() <= level:
+            return float(c)
+    return float(grid[-1])
+
+
 def holm_decisions(p: np.ndarray, alpha: float, family_size: int | None = None) -> np.ndarray:
     """(reps, rows) booleans: the rows Holm decides at ``alpha`` when these rows are the first of a family
     of ``family_size`` (default: just these rows; the other rows' p taken as 1, never decided first)."""

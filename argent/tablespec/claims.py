@@ -33,6 +33,7 @@ from argent.tablespec.declarations import (
     MetricSpec,
     Premise,
     Sensitivity,
+    SizeCalibration,
     claim_premise,
     fail,
     finite,
@@ -42,13 +43,14 @@ from argent.tablespec.declarations import (
     parse_premises,
     parse_roles,
     parse_sensitivity,
+    parse_size_calibration,
 )
 from argent.tablespec.section import DEFAULT_GROUP, claims_table, qualified
 
 EXPECT = ("better", "worse", "equal", "none")   # none: the source states no direction (a control)
 CLAIM_KEYS = {"id", "source", "claim", "a", "b", "primary", "metrics", "sizes", "note", "premise"}
 METRIC_KEYS = {"expect", "published", "basis"}
-TOP_KEYS = ("alpha", "margins", "sensitivity", "degenerate", "premises", "amendments", "claims")
+TOP_KEYS = ("alpha", "size_calibration", "margins", "sensitivity", "degenerate", "premises", "amendments", "claims")
 NO_PRIMARY = "none"                           # `primary: none`: every row of the claim is exploratory
 CLAIM_ID = re.compile(r"[A-Za-z0-9._-]+")     # an id is a cell of the claims table: no '|', no space, no markup
 
@@ -90,6 +92,7 @@ class ClaimsSpec:
     sensitivity: dict[str, Sensitivity] = field(default_factory=dict)   # declared role -> its sensitivity
     degenerate: Degenerate | None = None
     premises: dict[str, Premise] = field(default_factory=dict)          # name -> premise, as declared
+    size_calibration: SizeCalibration | None = None                     # Holm's levels scaled at few seeds
 
 
 def _parse_metric(claim_id: str, role: str, entry: Any, where: str) -> ClaimMetric:
@@ -136,11 +139,12 @@ def load_claims(path: Path) -> ClaimsSpec:
     sensitivity = parse_sensitivity(data.get("sensitivity"), margins, f"{path}: sensitivity")
     degenerate = parse_degenerate(data.get("degenerate"), f"{path}: degenerate")
     premises = parse_premises(data.get("premises"), f"{path}: premises")
+    calibration = parse_size_calibration(data.get("size_calibration"), f"{path}: size_calibration")
     seen: set[str] = set()
     claims = [_parse_claim(c, f"{path}: claims[{i}]", str(path), seen, (margins, sensitivity, premises))
               for i, c in enumerate(data["claims"])]
     amendments = parse_amendments(data.get("amendments"), seen, f"{path}: amendments")
-    return ClaimsSpec(claims, {}, margins, float(alpha), amendments, sensitivity, degenerate, premises)
+    return ClaimsSpec(claims, {}, margins, float(alpha), amendments, sensitivity, degenerate, premises, calibration)
 
 
 def _read_claims_file(path: Path) -> dict[str, Any]:

@@ -74,6 +74,20 @@ class Sensitivity:
 
 
 @dataclass(frozen=True)
+class SizeCalibration:
+    """Primary rows with fewer than ``below_seeds`` paired seeds are decided at ``factor`` × Holm's levels:
+    the factor at which the test's size holds on the recipe's measured seed law (bench/seed_law.py
+    calibrate); ``evidence`` names the measurement."""
+
+    factor: float
+    below_seeds: int
+    evidence: str
+
+    def factor_at(self, seeds: int) -> float:
+        return self.factor if seeds < self.below_seeds else 1.0
+
+
+@dataclass(frozen=True)
 class Degenerate:
     """When a metric cannot rank on an arm: more than ``tied_above`` of the comparisons it averages
     tied (a rank metric), or the arm's mean within the role's δ of the metric's best value."""
@@ -132,6 +146,21 @@ def parse_degenerate(data: Any, where: str) -> Degenerate | None:
     if not finite(share) or not 0 < share < 1:
         raise fail(f"{where}.tied_above", f"must be a share in (0, 1), got {share!r}")
     return Degenerate(float(share), why_text(data["why"], f"{where}.why", "justify the threshold"))
+
+
+def parse_size_calibration(data: Any, where: str) -> SizeCalibration | None:
+    """``size_calibration: {factor: <in (0, 1]>, below_seeds: <int ≥ 2>, evidence: ...}``."""
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != {"factor", "below_seeds", "evidence"}:
+        raise fail(where, "expected {factor: <in (0, 1]>, below_seeds: <paired seeds at which the size was shown to "
+                   "hold uncalibrated>, evidence: <the measurement>}")
+    factor, below = data["factor"], data["below_seeds"]
+    if not finite(factor) or not 0 < factor <= 1:
+        raise fail(f"{where}.factor", f"must be a number in (0, 1], got {factor!r}")
+    if isinstance(below, bool) or not isinstance(below, int) or below < 2:
+        raise fail(f"{where}.below_seeds", f"must be an integer ≥ 2, got {below!r}")
+    return SizeCalibration(float(factor), below, why_text(data["evidence"], f"{where}.evidence", "name the measurement"))
 
 
 def _parse_one_premise(data: Any, at: str) -> Premise:

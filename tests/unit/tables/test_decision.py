@@ -4,18 +4,21 @@ row's seeds can see (the far-seed flag that tried was removed, issue 52: docs/st
 header states the constants it reads."""
 
 import math
+import re
 
 import numpy as np
 import polars as pl
+import pytest
 from scipy import stats as scipy_stats
 
+from argent.config import ConfigError
 from argent.plan.groups import Plan
 from argent.tables import claims as claims_module
 from argent.tables.claims import EXPLORATORY, PRIMARY, decide, evaluate_claim
 from argent.tables.claims_report import header_sentences
 from argent.tables.inference import SATTERTHWAITE_BELOW, Components, seeds_for_power
 from argent.tablespec.claims import Claim, ClaimMetric, ClaimsSpec
-from argent.tablespec.declarations import Margin, MetricSpec
+from argent.tablespec.declarations import Margin, MetricSpec, SizeCalibration, parse_size_calibration
 
 LEVEL = 0.05 / 16                      # Holm's first step over 16 primary rows
 N_ITEMS = 240
@@ -118,3 +121,47 @@ def test_the_header_reads_the_constants_and_states_the_condition():
     assert f"at most {0.05:.0%}" in text["primary_error"] and "normal" in text["primary_error"]
     assert "normal seed effects" in text["variance"] and "seed law" in text["seed_law"]
     assert "far_seed" not in text   # the far-seed flag is gone (docs/statistics.md: it did not protect)
+
+
+# ---- the size calibration the claims file declares (issue 52) -------------------------------------
+
+def _row_at_p(p: float, n: int) -> dict:
+    return {"family": PRIMARY, "p": p, "n": n, "test": "difference", "expected_sign": 1, "diff_mean": 2.0,
+            "margin": 1.0, "note": ""}
+
+
+def test_a_primary_row_with_few_seeds_is_decided_at_the_calibrated_level():
+    """A row whose p lies between factor × α and α: decided at Holm's own level, inconclusive at the calibrated
+    one when it has fewer paired seeds than the calibration names, decided again at or above them. (On
+    771919c's rule a row is decided on its Holm p alone: the first assertion fails there.)"""
+    calibration = SizeCalibration(0.5, 40, "a test")
+    spec = ClaimsSpec([CLAIM], {"zeroshot": [SPEC]}, {"zeroshot": Margin(1.0, "test")}, 0.05,
+                      size_calibration=calibration)
+    assert decide([_row_at_p(0.04, 8)], spec)[0]["verdict"] == "inconclusive"
+    assert decide([_row_at_p(0.02, 8)], spec)[0]["verdict"] == "reproduced"
+    assert decide([_row_at_p(0.04, 40)], spec)[0]["verdict"] == "reproduced"
+    uncalibrated = ClaimsSpec([CLAIM], {"zeroshot": [SPEC]}, {"zeroshot": Margin(1.0, "test")}, 0.05)
+    assert decide([_row_at_p(0.04, 8)], uncalibrated)[0]["verdict"] == "reproduced"
+
+
+def test_an_exploratory_row_is_not_calibrated():
+    spec = ClaimsSpec([CLAIM], {"zeroshot": [SPEC]}, {"zeroshot": Margin(1.0, "test")}, 0.05,
+                      size_calibration=SizeCalibration(0.5, 40, "a test"))
+    assert decide([{**_row_at_p(0.04, 8), "family": EXPLORATORY}], spec)[0]["verdict"] == "reproduced"
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"factor": 0, "below_seeds": 40, "evidence": "x"}, "factor: must be a number in (0, 1]"),
+    ({"factor": 1.5, "below_seeds": 40, "evidence": "x"}, "factor: must be a number in (0, 1]"),
+    ({"factor": 0.5, "below_seeds": 1, "evidence": "x"}, "below_seeds: must be an integer"),
+    ({"factor": 0.5, "below_seeds": 40}, "expected {factor"),
+])
+def test_a_malformed_size_calibration_is_one_error_naming_the_key(data, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_size_calibration(data, "claims.yaml: size_calibration")
+
+
+def test_the_header_names_the_calibration_it_applies():
+    text = header_sentences(0.05, SizeCalibration(0.45, 40, "bench/seed_law.py calibrate"))["seed_law"]
+    assert "0.45 × Holm's levels" in text and "fewer than 40 paired seeds" in text
+    assert "Holm's own levels" in header_sentences(0.05)["seed_law"]
