@@ -106,3 +106,17 @@ def run_dir(wildcards):
 def run_resource(wildcards, key):
     """The group's runs.<key>, else its one default (argent.config.group_entries.RunResources)."""
     return ARGENT_DAG.run_resource(wildcards.group, key)
+
+
+def run_hash(wildcards):
+    """The run's identity hash (the train rule's param): a config that does not resolve is one message."""
+    try:
+        return ARGENT_DAG.run_hash(key_of(wildcards))
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
+
+
+def tuning_resource(key, default):
+    """The tuning group's runs.<key>: a worker trains the study's trials on that group's budget."""
+    group = ARGENT_DAG.tuning_group()
+    return ARGENT_DAG.run_resource(group, key) if group else default

@@ -8,26 +8,17 @@ RUN_EVAL_DIR = eval_dir(RESULTS, "{group}", "{variant}", "{size}", "{seed}")
 PRETRAINED_EVAL_DIR = RESULTS / EVAL_DIR / PRETRAINED_GROUP / "{name}" / "seed0"
 
 
-def benchmark_inputs(wildcards):
-    return ARGENT_DAG.evaluation_inputs(key_of(wildcards))
-
-
-def pretrained_inputs(wildcards):
-    return ARGENT_DAG.pretrained_inputs(wildcards.name)
-
-
-def benchmarks():
-    return ARGENT_DAG.benchmarks.run
+BENCHMARKS = ARGENT_DAG.benchmarks.run  # the benchmarks every run's evaluation job writes
 
 
 rule evaluate:
     input:
-        benchmark_inputs,
+        lambda w: ARGENT_DAG.evaluation_inputs(key_of(w)),
     output:
-        [str(RUN_EVAL_DIR / f"{b}.json") for b in benchmarks()],
+        [str(RUN_EVAL_DIR / f"{b}.json") for b in BENCHMARKS],
     params:
         run_dir=run_dir,
-        names=benchmarks(),
+        names=BENCHMARKS,
         out_dir=lambda w, output: str(Path(output[0]).parent),
         hash=ARGENT_DAG.evaluation_hash(),
         config=EFFECTIVE_CONFIG,
@@ -47,13 +38,13 @@ rule evaluate:
 # its own preprocessing and tokenizer, into eval/pretrained/<name>/seed0. The name is the row.
 rule evaluate_pretrained:
     input:
-        pretrained_inputs,
+        lambda w: ARGENT_DAG.pretrained_inputs(w.name),
     output:
-        [str(PRETRAINED_EVAL_DIR / f"{b}.json") for b in benchmarks()],
+        [str(PRETRAINED_EVAL_DIR / f"{b}.json") for b in BENCHMARKS],
     params:
         spec=lambda w: PRETRAINED[w.name].spec,
         arch=lambda w: PRETRAINED[w.name].arch,
-        names=benchmarks(),
+        names=BENCHMARKS,
         out_dir=lambda w, output: str(Path(output[0]).parent),
         hash=ARGENT_DAG.evaluation_hash(),
         entry=lambda w: stable_hash(PRETRAINED[w.name]),

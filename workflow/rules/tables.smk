@@ -5,25 +5,17 @@
 from argent.tablespec.outputs import table_paths
 
 
-def table_outputs():
-    """{<table>_md, <table>_csv, <table>_html: path} of the tables this config writes (the tables rule's
-    outputs); the .html in the report, in its category, captioned by workflow/report/<table>_table.rst."""
-    out = {}
-    for name in ARGENT_DAG.tables.written:
-        paths = table_paths(Path(R("tables")), name)
-        out[f"{name}_md"], out[f"{name}_csv"] = str(paths["md"]), str(paths["csv"])
-        out[f"{name}_html"] = report(str(paths["html"]), caption=f"../report/{name}_table.rst",
-                                     category=REPORT_CATEGORY[name])
-    return out
-
-
-def run_figure_outputs():
-    """The per-run figures folder, when an evaluation draws them (an analysis benchmark runs)."""
-    if not ARGENT_DAG.run_figures():
-        return {}
-    folder = directory(R("figures", "runs"))
-    return {"figures": report(folder, patterns=["{name}.png"], caption="../report/figures.rst",
-                              category=REPORT_CATEGORY["figures"])}
+# {<table>_md, <table>_csv, <table>_html: path} of the tables this config writes (the tables rule's outputs);
+# the .html in the report, in its category, captioned by workflow/report/<table>_table.rst.
+TABLE_PATHS = {name: table_paths(Path(R("tables")), name) for name in ARGENT_DAG.tables.written}
+TABLE_OUTPUTS = {
+    f"{name}_{kind}": report(str(paths[kind]), caption=f"../report/{name}_table.rst", category=REPORT_CATEGORY[name])
+    if kind == "html" else str(paths[kind])
+    for name, paths in TABLE_PATHS.items() for kind in ("md", "csv", "html")}
+# The per-run figures folder, when an evaluation draws them (an analysis benchmark runs).
+RUN_FIGURE_OUTPUTS = {"figures": report(directory(R("figures", "runs")), patterns=["{name}.png"],
+                                        caption="../report/figures.rst", category=REPORT_CATEGORY["figures"])
+                      } if ARGENT_DAG.run_figures() else {}
 
 
 # What the report's landing page says beside the rule graph.
@@ -38,10 +30,10 @@ rule tables:
         extra=ARGENT_DAG.table_extras(),
         claims=ARGENT_DAG.claims_file(),
     output:
-        **table_outputs(),
+        **TABLE_OUTPUTS,
         curves=report(str(Results(RESULTS).training_curves), caption="../report/curves.rst",
                       category=REPORT_CATEGORY["figures"]),
-        **run_figure_outputs(),
+        **RUN_FIGURE_OUTPUTS,
     params:
         out=lambda w, output: str(Path(output.main_md).parent),
         # the per-run figures' folder, written only when an evaluation drew figures (an output then)

@@ -6,25 +6,6 @@ from argent.config.groups import base_variant
 GROUP_CONFIG = {name: ARGENT_DAG.group_config(name) for name in PLAN.configs}
 
 
-def run_hash(wildcards):
-    try:
-        return ARGENT_DAG.run_hash(key_of(wildcards))
-    except ConfigError as err:
-        raise ValueError(str(err)) from None
-
-
-def identity_inputs(wildcards):
-    return ARGENT_DAG.identity_inputs(key_of(wildcards))
-
-
-def train_launcher(wildcards, threads):
-    return ARGENT_DAG.launcher(wildcards.group)
-
-
-def training_data_inputs(wildcards):
-    return ARGENT_DAG.training_inputs(wildcards.group, wildcards.variant)
-
-
 wildcard_constraints:
     group=r"[A-Za-z0-9][A-Za-z0-9_.+\-]*",
     variant=r"[A-Za-z0-9][A-Za-z0-9_.+\-]*",
@@ -35,20 +16,20 @@ wildcard_constraints:
 
 rule train:
     input:
-        data=training_data_inputs,
+        data=lambda w: ARGENT_DAG.training_inputs(w.group, w.variant),
         image_cache=IMAGE_CACHE_MARKER or [],
         best=lambda w: ARGENT_DAG.tuned_inputs(w.group, w.variant),  # a tuned variant's study best.yaml, else none
         # A finished folder whose summary.json carries another identity hash than the plan's (trained by
         # hand with another config, variant or --name; Snakemake has no record of such a run): a marker
         # newer than that summary, written at DAG build (common.smk), so the run is retrained.
-        identity=identity_inputs,
+        identity=lambda w: ARGENT_DAG.identity_inputs(key_of(w)),
     output:
         summary=RUN_SUMMARY,
     params:
         run_dir=run_dir,
         base=lambda w: base_variant(config, w.variant),
         variant_file=lambda w, input: ["--variant-file", input.best[0]] if input.best else [],
-        launcher=train_launcher,
+        launcher=lambda w, threads: ARGENT_DAG.launcher(w.group),
         hash=run_hash,
         config=lambda w: GROUP_CONFIG[w.group],
     benchmark:

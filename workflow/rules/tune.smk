@@ -5,12 +5,6 @@
 STUDY_BEST, STUDY_TRIALS = (str(Results(RESULTS).study_best("{study}")), str(Results(RESULTS).study_trials("{study}")))
 
 
-def tuning_resource(key, default):
-    """The tuning group's runs.<key>: a worker trains the study's trials on that group's budget."""
-    group = ARGENT_DAG.tuning_group()
-    return ARGENT_DAG.run_resource(group, key) if group else default
-
-
 rule tune_worker:
     input:
         lambda w: ARGENT_DAG.tune_inputs(w.study),
