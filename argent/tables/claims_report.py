@@ -23,9 +23,9 @@ def seed_law_sentence(calibration: SizeCalibration | None) -> str:
     the claims file declares for it (none: the levels are Holm's own)."""
     if calibration is None:
         return f"{SEED_LAW_SENTENCE}; no calibration is declared, so primary rows are decided at Holm's own levels."
-    return (f"{SEED_LAW_SENTENCE}: with fewer than {calibration.below_seeds} paired seeds it is liberal, so those "
-            f"primary rows are decided at {calibration.factor:g} × Holm's levels, where it holds "
-            f"({calibration.evidence}).")
+    return (f"{SEED_LAW_SENTENCE}: at few paired seeds it can be liberal, so primary rows with fewer than "
+            f"{calibration.below_seeds} paired seeds are decided at {calibration.factor:g} × Holm's levels, where it "
+            f"was measured to hold ({calibration.evidence}).")
 
 
 def header_sentences(alpha: float, calibration: SizeCalibration | None = None) -> dict[str, str]:
