@@ -82,6 +82,11 @@ def load(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     return data["seeds"], {f: np.unpackbits(data[f"correct_{f}"], axis=-1, count=n).astype(np.int8) for f in FAMILIES}
 
 
+def fitted_laws(path: Path) -> dict:
+    """Each family's Rasch law (argent/tables/seed_law.py) fitted to the shipped table."""
+    return {f: fit_law(t) for f, t in load(path)[1].items()}
+
+
 def describe(path: Path) -> dict:
     seeds, tables = load(path)
     acc = {f: 100 * t.mean(axis=1) for f, t in tables.items()}
@@ -99,8 +104,7 @@ def describe(path: Path) -> dict:
 
 
 def simulate(path: Path, reps: int, seed: int) -> dict:
-    _, tables = load(path)
-    laws = {f: fit_law(t) for f, t in tables.items()}
+    laws = fitted_laws(path)
     rng = np.random.default_rng(seed)
     out: dict = {"reps": reps, "rng_seed": seed, "designs": {}}
     for name, design in DESIGNS.items():
@@ -134,8 +138,7 @@ def calibrate(path: Path, reps: int, seed: int, design: str = "default") -> dict
     """The factor on Holm's levels that makes the design's size hold on the measured law: found on one
     simulation (``calibration_factor``), then checked on an independent one (each row's size at the
     calibrated first step, and the rows' family-wise error), with the power at the calibrated level."""
-    _, tables = load(path)
-    laws = {f: fit_law(t) for f, t in tables.items()}
+    laws = fitted_laws(path)
     rng = np.random.default_rng(seed)
     m, k = DESIGNS[design]["primary_rows"], DESIGNS[design]["seeds"]
     level = ALPHA / m
